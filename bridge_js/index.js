@@ -1,0 +1,93 @@
+// @ts-check
+/**
+ * The ortweb bridge: the one object Python talks to (`globalThis.ortwebBridge`).
+ *
+ * Every asynchronous method resolves to an envelope (`{ok, value}` or
+ * `{ok: false, error}`) and never rejects, so Python translates errors in one
+ * place. Works in a page and in a (module) Web Worker.
+ * @module index
+ */
+
+import { enveloped } from './errors.js';
+import { pageQueue } from './queue.js';
+import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu } from './runtime.js';
+import { createSession, liveSessions, releaseSession, runSession, sessionInfo } from './sessions.js';
+import { allocate } from './tensors.js';
+
+export const BRIDGE_VERSION = '0.1.0';
+
+/**
+ * @typedef {object} BridgeOptions
+ * @property {string} [ortBaseURL] folder of ORT-web's dist files
+ * @property {string} [webgpuBuild] 'jsep' or 'native'
+ * @property {number|null} [numThreads]
+ * @property {string[]|null} [defaultProviders] providers for sessions that name none
+ */
+
+/**
+ * Build the bridge object.
+ * @param {BridgeOptions} [options]
+ */
+export function createBridge(options = {}) {
+  const bridge = {
+    version: BRIDGE_VERSION,
+    /** @type {string[]|null} */
+    defaultProviders: options.defaultProviders ?? null,
+    /** @param {BridgeOptions} opts */
+    configure(opts) {
+      if (opts.ortBaseURL) config.ortBaseURL = new URL(opts.ortBaseURL, globalThis.location?.href).href;
+      if (opts.webgpuBuild) {
+        if (!BUILDS[opts.webgpuBuild] || opts.webgpuBuild === 'wasm') {
+          throw new Error(`webgpuBuild must be 'jsep' or 'native', got '${opts.webgpuBuild}'`);
+        }
+        config.webgpuBuild = opts.webgpuBuild;
+      }
+      if (opts.numThreads !== undefined) config.numThreads = opts.numThreads;
+      if (opts.defaultProviders !== undefined) bridge.defaultProviders = opts.defaultProviders;
+      return { ...config, defaultProviders: bridge.defaultProviders };
+    },
+    allocate,
+    probeWebGpu: () => enveloped(probeWebGpu),
+    /** @param {string} build */
+    versions: (build) => enveloped(async () => {
+      const ort = await loadBuild(build || 'wasm');
+      return { bridge: BRIDGE_VERSION, ort: ort.env.versions?.web ?? null, common: ort.env.versions?.common ?? null };
+    }),
+    /** @param {Uint8Array} bytes @param {string[]} providers @param {object} options */
+    createSession: (bytes, providers, options) => enveloped(() => createSession(bytes, providers, options)),
+    /**
+     * @param {number} handle @param {string[]} names @param {string[]} types
+     * @param {number[][]} dims @param {any[]} datas @param {string[]} outputNames
+     * @param {object|null} [runOptions]
+     */
+    run: (handle, names, types, dims, datas, outputNames, runOptions = null) =>
+      enveloped(() => runSession(handle, names, types, dims, datas, outputNames, runOptions)),
+    /** @param {number} handle */
+    release: (handle) => enveloped(() => releaseSession(handle)),
+    /** @param {number} handle */
+    sessionInfo,
+    stats: () => ({ sessions: liveSessions(), queued: pageQueue.pending, builds: loadedBuilds() }),
+    /** @param {string} url */
+    fetchBytes: (url) => enveloped(async () => {
+      const response = await fetch(url);
+      if (!response.ok) {
+        const err = new Error(`cannot fetch model ${url}: HTTP ${response.status} ${response.statusText}`);
+        err.name = 'NoSuchFile';
+        throw err;
+      }
+      return new Uint8Array(await response.arrayBuffer());
+    }),
+  };
+  return bridge;
+}
+
+/**
+ * Create the bridge and publish it as `globalThis.ortwebBridge` for Python.
+ * @param {BridgeOptions} [options]
+ */
+export function installBridge(options = {}) {
+  const bridge = createBridge(options);
+  bridge.configure(options);
+  /** @type {any} */ (globalThis).ortwebBridge = bridge;
+  return bridge;
+}

