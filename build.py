@@ -81,8 +81,6 @@ def ensure_venv() -> None:
     wanted = {"pyproject": sha256_file(ROOT / "pyproject.toml"), "python": sys.version}
     if STAMP.exists() and json.loads(STAMP.read_text()) == wanted and venv_bin("ortweb").exists():
         return
-    if sys.version_info < (3, 11):
-        raise SetupError(f"Python >= 3.11 is needed, this is {sys.version.split()[0]}")
     if not venv_bin("python").exists():
         run([sys.executable, "-m", "venv", str(VENV)])
     pip = [str(venv_bin("python")), "-m", "pip", "--disable-pip-version-check"]

@@ -257,9 +257,8 @@ class PyodidePage:
 
     def write_file(self, url_path: str, fs_path: str) -> int:
         """Copy a file the server offers at ``url_path`` into Pyodide's file system."""
-        return int(self.page.evaluate(
-            "([u, p]) => window.ortwebWriteFile(u, p)", [self.base_url + url_path.lstrip("/"), fs_path]
-        ))
+        url = self.base_url + url_path.lstrip("/")
+        return int(self.page.evaluate("([u, p]) => window.ortwebWriteFile(u, p)", [url, fs_path]))
 
     def read_file(self, fs_path: str) -> bytes:
         """Read a file from Pyodide's file system."""
