@@ -19,7 +19,7 @@ export const BRIDGE_VERSION = '0.1.0';
 /**
  * @typedef {object} BridgeOptions
  * @property {string} [ortBaseURL] folder of ORT-web's dist files
- * @property {string} [webgpuBuild] 'jsep' or 'native'
+ * @property {string} [webgpuBuild] 'native' (default) or 'jsep'
  * @property {number|null} [numThreads]
  * @property {string[]|null} [defaultProviders] providers for sessions that name none
  */

@@ -22,7 +22,8 @@ export const BUILDS = {
 /**
  * @typedef {object} RuntimeConfig
  * @property {string} ortBaseURL   URL of the folder holding ORT-web's dist files (ends with '/').
- * @property {string} webgpuBuild  'jsep' (default) or 'native'.
+ * @property {string} webgpuBuild  'native' (default: the C++ WebGPU EP, which fails loudly and computes
+ *   opset-9 Softmax right) or 'jsep' (the JS-kernel EP).
  * @property {number|null} numThreads  wasm threads; null keeps ORT's default.
  * @property {string|null} logLevel   ORT's env.logLevel; null keeps ORT's default.
  */
@@ -30,7 +31,7 @@ export const BUILDS = {
 /** @type {RuntimeConfig} */
 export const config = {
   ortBaseURL: new URL('../ort/', import.meta.url).href,
-  webgpuBuild: 'jsep',
+  webgpuBuild: 'native',
   numThreads: null,
   logLevel: 'error',
 };

@@ -12,7 +12,7 @@ const params = new URLSearchParams(location.search);
 const providers = params.get('providers');
 installBridge({
   ortBaseURL: new URL('../ort/', import.meta.url).href,
-  webgpuBuild: params.get('webgpuBuild') ?? 'jsep',
+  webgpuBuild: params.get('webgpuBuild') ?? 'native',
   defaultProviders: providers ? providers.split(',') : null,
 });
 

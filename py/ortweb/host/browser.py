@@ -168,7 +168,7 @@ class PyodidePage:
     on_output : callable, optional
         Called with ``(stream, line)`` for each line Python prints (streaming).
     webgpu_build : str
-        ``'jsep'`` (default) or ``'native'``: which ORT-web WebGPU build to use.
+        ``"native"`` (default) or ``"jsep"``: which ORT-web WebGPU build to use.
     """
 
     def __init__(
@@ -178,7 +178,7 @@ class PyodidePage:
         *,
         providers: Sequence[str] | None = None,
         on_output: Callable[[str, str], None] | None = None,
-        webgpu_build: str = "jsep",
+        webgpu_build: str = "native",
         boot_timeout: float = 180.0,
     ):
         self.base_url = base_url.rstrip("/") + "/"

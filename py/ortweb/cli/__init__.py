@@ -1,0 +1,151 @@
+"""The ``ortweb`` command: run models and scripts in headless Chromium from the host.
+
+    ortweb run MODEL [--providers wasm|webgpu|...] [-i in.npz] [-o out.npz] [--seed N]
+                     [--compare-native] [--rtol R] [--atol A] [--dim NAME=N] [--json]
+    ortweb exec SCRIPT.py [--providers ...] [--file PATH]... [-- ARGS...]
+    ortweb demo
+    ortweb serve DIR [--host 127.0.0.1] [--port N]
+    ortweb --version
+
+Exit status: 0 on success, 1 when a run fails or outputs differ from native
+onnxruntime beyond the tolerance, 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import __version__
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: exit status 2."""
+
+
+def _providers(text: str) -> list[str]:
+    from .._providers import normalize_providers
+    from ..errors import InvalidArgument
+
+    try:
+        return normalize_providers([p.strip() for p in text.split(",") if p.strip()])
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _dim(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME=SIZE, got {text!r}")
+    return name, int(value)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ortweb", description="Run ONNX models from Python in the browser."
+    )
+    parser.add_argument("--version", action="store_true", help="print versions and exit")
+    parser.add_argument("--browser", help="Chromium binary (default: chromium on PATH)")
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="run a model in the browser through ortweb's Python API")
+    run.add_argument("model", type=Path)
+    run.add_argument("--providers", type=_providers, default=["wasm"],
+                     help="comma-separated providers tried in order (default: wasm)")
+    run.add_argument("-i", "--inputs", type=Path, help=".npz of inputs (default: random)")
+    run.add_argument("-o", "--outputs", type=Path, help="write the outputs to this .npz")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--dim", type=_dim, action="append", default=[],
+                     help="size of a symbolic dimension for random inputs, NAME=SIZE")
+    run.add_argument("--compare-native", action="store_true",
+                     help="compare with native onnxruntime on the same inputs")
+    run.add_argument("--rtol", type=float, default=1e-3)
+    run.add_argument("--atol", type=float, default=1e-5)
+    run.add_argument("--json", action="store_true", help="print a JSON report")
+    run.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
+                     help="ORT-web WebGPU build: native C++ EP (default) or JSEP")
+
+    ex = sub.add_parser("exec", help="run a Python script inside Pyodide with ortweb")
+    ex.add_argument("script", type=Path)
+    ex.add_argument("--providers", type=_providers, default=None,
+                    help="default providers for sessions the script creates")
+    ex.add_argument("--file", type=Path, action="append", default=[],
+                    help="copy a file into the script's working directory")
+    ex.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
+                     help="ORT-web WebGPU build: native C++ EP (default) or JSEP")
+    ex.add_argument("args", nargs=argparse.REMAINDER, help="arguments after -- go to the script")
+
+    demo = sub.add_parser("demo", help="run the bundled model on wasm and webgpu vs native")
+    demo.add_argument("--json", action="store_true")
+
+    serve = sub.add_parser("serve", help="serve a folder with COOP/COEP headers")
+    serve.add_argument("directory", type=Path)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    return parser
+
+
+def versions(browser: str | None = None) -> dict[str, str]:
+    """ortweb, Pyodide, ORT-web and Chromium versions (without starting a page)."""
+    from ..host.assets import find_assets
+    from ..host.browser import find_chromium
+
+    assets = find_assets()
+    lock = json.loads((assets.pyodide / "pyodide-lock.official.json").read_text())
+    ort = json.loads((assets.ort_package / "package.json").read_text())
+    try:
+        chromium = subprocess.run(
+            [find_chromium(browser), "--version"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except Exception as exc:  # a missing browser is reported, not fatal, here
+        chromium = f"unavailable ({exc})"
+    return {
+        "ortweb": __version__,
+        "pyodide": str(lock["info"]["version"]),
+        "onnxruntime-web": str(ort["version"]),
+        "chromium": chromium,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ortweb`` console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        for name, value in versions(args.browser).items():
+            print(f"{name} {value}")
+        return 0
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "run":
+            from ._run import cmd_run
+
+            return cmd_run(args)
+        if args.command == "exec":
+            from ._exec import cmd_exec
+
+            return cmd_exec(args)
+        if args.command == "demo":
+            from ._run import cmd_demo
+
+            return cmd_demo(args)
+        if args.command == "serve":
+            from ..host.server import serve_forever
+
+            if not args.directory.is_dir():
+                raise UsageError(f"{args.directory} is not a directory")
+            serve_forever(args.directory, host=args.host, port=args.port)
+            return 0
+    except UsageError as exc:
+        print(f"ortweb {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    parser.error(f"unknown command {args.command}")
+    return 2

@@ -1,0 +1,7 @@
+"""``python -m ortweb.cli``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

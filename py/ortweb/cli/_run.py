@@ -1,0 +1,192 @@
+"""``ortweb run`` and ``ortweb demo``: a model through the Python API inside Pyodide."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..host import inpage
+from ..host.browser import PyodidePage, PythonFailure, Runtime, open_runtime
+from ..host.inputs import load_npz, model_inputs, random_inputs, save_npz
+from ..host.native import Comparison, compare_all, run_native
+from . import UsageError
+
+__all__ = ["ModelRun", "cmd_demo", "cmd_run", "run_in_page"]
+
+
+@dataclass
+class ModelRun:
+    """What one browser run of a model produced."""
+
+    model: str
+    provider: str = ""
+    skipped: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    create_ms: float = 0.0
+    run_ms: float = 0.0
+    error: str = ""
+    comparisons: list[Comparison] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and all(c.ok for c in self.comparisons)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "ok": self.ok,
+            "provider": self.provider,
+            "skipped": self.skipped,
+            "create_ms": round(self.create_ms, 3),
+            "run_ms": round(self.run_ms, 3),
+            "error": self.error,
+            "outputs": [
+                {"name": n, "dtype": str(a.dtype), "shape": list(a.shape)}
+                for n, a in self.outputs.items()
+            ],
+            "compare_native": [c.as_dict() for c in self.comparisons],
+        }
+
+
+def run_in_page(
+    runtime: Runtime,
+    page: PyodidePage,
+    model: bytes,
+    feeds: dict[str, np.ndarray],
+    providers: list[str],
+    name: str = "model.onnx",
+) -> ModelRun:
+    """Run ``model`` on ``feeds`` through ortweb inside ``page``; errors are kept, not raised."""
+    result = ModelRun(name)
+    with runtime.shared_folder() as (folder, prefix):
+        (folder / "model.onnx").write_bytes(model)
+        save_npz(folder / "inputs.npz", feeds)
+        work = "/tmp/ortweb-run"
+        page.write_file(prefix + "model.onnx", f"{work}/model.onnx")
+        page.write_file(prefix + "inputs.npz", f"{work}/inputs.npz")
+        args = {"model": f"{work}/model.onnx", "inputs": f"{work}/inputs.npz",
+                "outputs": f"{work}/outputs.npz", "providers": providers}
+        try:
+            report = page.run_json(
+                f"ORTWEB_ARGS = {json.dumps(json.dumps(args))}\n" + inpage.source("run_model"),
+                filename="<ortweb run>",
+            )
+        except PythonFailure as exc:
+            result.error = exc.traceback.strip().splitlines()[-1]
+            return result
+        (folder / "outputs.npz").write_bytes(page.read_file(f"{work}/outputs.npz"))
+        stored = load_npz(folder / "outputs.npz")
+    result.provider = report["provider"]
+    result.skipped = report["skipped"]
+    result.create_ms = report["create_ms"]
+    result.run_ms = report["run_ms"]
+    for i, meta in enumerate(report["outputs"]):
+        result.outputs[meta["name"]] = stored[f"out_{i}"]
+    return result
+
+
+def _print_run(run: ModelRun) -> None:
+    print(f"{run.model}: provider {run.provider or '-'}", end="")
+    if run.skipped:
+        print(" (skipped: " + "; ".join(f"{p}: {r}" for p, r in run.skipped.items()) + ")", end="")
+    print(f"; create {run.create_ms:.1f} ms, first run {run.run_ms:.1f} ms")
+    if run.error:
+        print(f"  error: {run.error}")
+        return
+    by_name = {c.name: c for c in run.comparisons}
+    for name, array in run.outputs.items():
+        line = f"  {name:<24} {array.dtype!s:<8} {list(array.shape)!s:<20}"
+        cmp = by_name.get(name)
+        if cmp is not None:
+            stats = ""
+            if cmp.max_abs is not None:
+                stats = f"max|diff| {cmp.max_abs:.3g}"
+            if cmp.max_rel is not None:
+                stats += f"  max rel {cmp.max_rel:.3g}"
+            line += f" {stats:<34} {'ok' if cmp.ok else 'MISMATCH: ' + cmp.problem}"
+        print(line)
+
+
+def _execute(
+    runtime: Runtime, page: PyodidePage, model_path: Path, args: argparse.Namespace,
+    providers: list[str],
+) -> ModelRun:
+    model = model_path.read_bytes()
+    if args.inputs is not None:
+        feeds = load_npz(args.inputs)
+    else:
+        try:
+            feeds = random_inputs(model_inputs(model), seed=args.seed, dims=dict(args.dim))
+        except Exception as exc:
+            raise UsageError(f"cannot make inputs for {model_path}: {exc}") from exc
+    run = run_in_page(runtime, page, model, feeds, providers, name=model_path.name)
+    if not run.error and args.compare_native:
+        native = run_native(model, feeds)
+        run.comparisons = compare_all(
+            list(run.outputs), list(run.outputs.values()), native, args.rtol, args.atol
+        )
+    return run
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if not args.model.is_file():
+        raise UsageError(f"model file {args.model} not found")
+    if args.inputs is not None and not args.inputs.is_file():
+        raise UsageError(f"inputs file {args.inputs} not found")
+    with open_runtime(args.browser) as runtime, runtime.new_page(
+        webgpu_build=args.webgpu_build
+    ) as page:
+        run = _execute(runtime, page, args.model, args, args.providers)
+        blocked = page.blocked_requests
+    if args.outputs is not None and not run.error:
+        save_npz(args.outputs, run.outputs)
+    if args.json:
+        print(json.dumps({**run.as_dict(), "blocked_requests": blocked}, indent=2))
+    else:
+        _print_run(run)
+    if blocked:
+        print(f"error: the page tried to reach {blocked}", file=sys.stderr)
+        return 1
+    return 0 if run.ok else 1
+
+
+def demo_model_path() -> Path:
+    """The bundled demo model (a small MLP), written on first use."""
+    from ..host.assets import find_assets
+    from ..host.samples import mlp_model
+
+    path = find_assets().root / "build" / "demo" / "mlp.onnx"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(mlp_model())
+    return path
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The README's first command: a model on wasm and on webgpu, checked against native."""
+    model = demo_model_path()
+    ns = argparse.Namespace(inputs=None, seed=0, dim=[("batch", 4)], compare_native=True,
+                            rtol=1e-3, atol=1e-5)
+    runs = []
+    with open_runtime(args.browser) as runtime, runtime.new_page() as page:
+        for providers in (["wasm"], ["webgpu"]):
+            run = _execute(runtime, page, model, ns, providers)
+            runs.append(run)
+            if not args.json:
+                _print_run(run)
+                for name, array in run.outputs.items():
+                    print(f"  {name} (first row): {np.array2string(array[0], precision=4)}")
+        blocked = page.blocked_requests
+    if args.json:
+        print(json.dumps([r.as_dict() for r in runs], indent=2))
+    ok = all(r.ok for r in runs) and not blocked
+    print(f"demo: {'OK' if ok else 'FAILED'}: outputs match native onnxruntime on "
+          + ", ".join(f"{r.provider or '?'}={'yes' if r.ok else 'NO'}" for r in runs)
+          + (f"; blocked requests {blocked}" if blocked else "; no request left 127.0.0.1"))
+    return 0 if ok else 1

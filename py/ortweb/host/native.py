@@ -1,0 +1,98 @@
+"""The reference: native onnxruntime on the host, and how outputs are compared."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Comparison", "compare", "run_native"]
+
+
+def run_native(
+    model: bytes, feeds: Mapping[str, np.ndarray], threads: int = 1
+) -> dict[str, np.ndarray]:
+    """Run ``model`` in native onnxruntime (CPU) and return outputs by name."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.log_severity_level = 3
+    sess = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    typed = {}
+    for arg in sess.get_inputs():
+        value = np.asarray(feeds[arg.name])
+        # onnxruntime wants object arrays for tensor(string).
+        typed[arg.name] = value.astype(object) if value.dtype.kind == "U" else value
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, typed), strict=True))
+
+
+@dataclass
+class Comparison:
+    """How one browser output compares with native onnxruntime's."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+    ok: bool
+    max_abs: float | None = None
+    max_rel: float | None = None
+    mismatched: int = 0
+    problem: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _as_comparable(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a.tolist(), dtype=str) if a.dtype.kind in "OU" else a
+
+
+def compare(
+    name: str, got: np.ndarray, want: np.ndarray, rtol: float = 1e-3, atol: float = 1e-5
+) -> Comparison:
+    """Compare ``got`` (browser) with ``want`` (native).
+
+    Floats pass when ``|got - want| <= atol + rtol * |want|`` element-wise, NaNs
+    in the same places; everything else must be equal.
+    """
+    result = Comparison(name, str(got.dtype), list(got.shape), ok=True)
+    if got.shape != want.shape:
+        result.ok = False
+        result.problem = f"shape {list(got.shape)} != native {list(want.shape)}"
+        return result
+    g, w = _as_comparable(got), _as_comparable(want)
+    if g.dtype.kind != w.dtype.kind or (g.dtype.kind not in "U" and g.dtype != w.dtype):
+        result.ok = False
+        result.problem = f"dtype {got.dtype} != native {want.dtype}"
+        return result
+    if g.dtype.kind == "f":
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        both_nan = np.isnan(g64) & np.isnan(w64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.where(both_nan | (g64 == w64), 0.0, np.abs(g64 - w64))
+            rel = diff / np.maximum(np.abs(w64), np.finfo(np.float64).tiny)
+        bad = ~(diff <= atol + rtol * np.abs(w64))
+        result.max_abs = float(np.nanmax(diff)) if diff.size else 0.0
+        result.max_rel = float(np.nanmax(np.where(diff == 0, 0.0, rel))) if diff.size else 0.0
+        result.mismatched = int(np.count_nonzero(bad))
+    else:
+        result.mismatched = int(np.count_nonzero(g != w))
+        if g.dtype.kind in "iub":
+            diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+            result.max_abs = float(diff.max()) if diff.size else 0.0
+    result.ok = result.mismatched == 0
+    if not result.ok and not result.problem:
+        result.problem = f"{result.mismatched} of {got.size} elements differ"
+    return result
+
+
+def compare_all(
+    names: Sequence[str], got: Sequence[np.ndarray], want: Mapping[str, np.ndarray],
+    rtol: float = 1e-3, atol: float = 1e-5,
+) -> list[Comparison]:
+    """Compare every browser output with the native output of the same name."""
+    return [compare(n, g, want[n], rtol, atol) for n, g in zip(names, got, strict=True)]
