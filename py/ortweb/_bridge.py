@@ -171,6 +171,14 @@ async def release_session(handle: int) -> None:
     await call("release", handle, context="close session")
 
 
+def release_later(handle: int) -> None:
+    """Release a session without waiting (finalizers cannot await); errors are dropped."""
+    if IN_BROWSER:
+        bridge = getattr(js.globalThis, "ortwebBridge", None)
+        if bridge is not None:
+            bridge.release(handle)
+
+
 async def probe_webgpu() -> dict[str, Any]:
     """``{available, reason, features, info}`` for this page's WebGPU adapter."""
     value = await call("probeWebGpu", context="probe WebGPU")

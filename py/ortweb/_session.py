@@ -7,6 +7,7 @@ synchronous methods are the same coroutines driven by :func:`_bridge.block_on`.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlparse
@@ -128,6 +129,8 @@ class InferenceSession:
             self._model_bytes, self._requested, self._options.to_ort()
         )
         self._handle = int(info["handle"])
+        # A session dropped without close() is released when it is collected.
+        self._finalizer = weakref.finalize(self, _bridge.release_later, self._handle)
         self._provider = str(info["provider"])
         self._build = str(info["build"])
         self._skipped = {str(s["provider"]): str(s["reason"]) for s in info["skipped"]}
@@ -219,6 +222,7 @@ class InferenceSession:
         """Release the session in onnxruntime-web; safe to call twice."""
         handle, self._handle = self._handle, None
         if handle is not None:
+            self._finalizer.detach()
             await _bridge.release_session(handle)
 
     def close(self) -> None:

@@ -61,14 +61,27 @@ def _check_dtype(arg: NodeArg, array: np.ndarray) -> _dtypes.DType:
             f"input {arg.name!r}: expected dtype {want} ({expected.onnx}), "
             f"got {array.dtype.name}"
         )
-    if expected.is_string and array.dtype.kind == "O":
-        bad = next((v for v in array.reshape(-1).tolist() if not isinstance(v, str | bytes)), None)
-        if bad is not None:
+    if expected.is_string:
+        _check_strings(arg, array)
+    return expected
+
+
+def _check_strings(arg: NodeArg, array: np.ndarray) -> None:
+    for index, value in enumerate(array.reshape(-1).tolist()):
+        if not isinstance(value, str | bytes):
             raise InvalidArgument(
                 f"input {arg.name!r}: expected strings (tensor(string)), "
-                f"found an element of type {type(bad).__name__}"
+                f"found an element of type {type(value).__name__} at flat index {index}"
             )
-    return expected
+        # ORT-web passes strings to its core as C strings: everything after a NUL
+        # would be dropped silently, so refuse instead.
+        if (isinstance(value, str) and "\x00" in value) or (
+            isinstance(value, bytes) and b"\x00" in value
+        ):
+            raise InvalidArgument(
+                f"input {arg.name!r}: the string at flat index {index} contains a NUL "
+                "character, which onnxruntime-web would silently cut off there"
+            )
 
 
 def _check_shape(arg: NodeArg, array: np.ndarray, symbols: dict[str, tuple[int, str]]) -> None:

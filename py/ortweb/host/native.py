@@ -71,11 +71,12 @@ def compare(
         return result
     if g.dtype.kind == "f":
         g64, w64 = g.astype(np.float64), w.astype(np.float64)
-        both_nan = np.isnan(g64) & np.isnan(w64)
+        same = (np.isnan(g64) & np.isnan(w64)) | (g64 == w64)
         with np.errstate(invalid="ignore", over="ignore"):
-            diff = np.where(both_nan | (g64 == w64), 0.0, np.abs(g64 - w64))
+            diff = np.where(same, 0.0, np.abs(g64 - w64))
             rel = diff / np.maximum(np.abs(w64), np.finfo(np.float64).tiny)
-        bad = ~(diff <= atol + rtol * np.abs(w64))
+            # Equal infinities are `same`; any other infinity or NaN fails here.
+            bad = ~same & ~(diff <= atol + rtol * np.abs(w64))
         result.max_abs = float(np.nanmax(diff)) if diff.size else 0.0
         result.max_rel = float(np.nanmax(np.where(diff == 0, 0.0, rel))) if diff.size else 0.0
         result.mismatched = int(np.count_nonzero(bad))
