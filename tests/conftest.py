@@ -40,6 +40,23 @@ def page(runtime: Runtime) -> Iterator[PyodidePage]:
     assert not errors, f"uncaught page errors: {errors}"
 
 
+@pytest.fixture(scope="session")
+def webgpu_info(runtime: Runtime) -> dict:
+    """The page's WebGPU probe: ``{available, reason, features, info}``."""
+    with runtime.new_page() as p:
+        return p.run_json(
+            "import json, ortweb\njson.dumps(await ortweb._bridge.probe_webgpu())"
+        )
+
+
+@pytest.fixture(autouse=True)
+def _skip_without_webgpu(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("webgpu") is not None:
+        info = request.getfixturevalue("webgpu_info")
+        if not info["available"]:
+            pytest.skip(f"no WebGPU adapter: {info['reason']}")
+
+
 @pytest.fixture(scope="module")
 def put_file(runtime: Runtime, page: PyodidePage) -> Iterator[Callable[[str, bytes], str]]:
     """Write bytes into the page's file system; returns the path there."""

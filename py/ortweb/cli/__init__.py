@@ -3,6 +3,7 @@
     ortweb run MODEL [--providers wasm|webgpu|...] [-i in.npz] [-o out.npz] [--seed N]
                      [--compare-native] [--rtol R] [--atol A] [--dim NAME=N] [--json]
     ortweb exec SCRIPT.py [--providers ...] [--file PATH]... [-- ARGS...]
+                     (everything after -- is the script's sys.argv[1:])
     ortweb demo
     ortweb serve DIR [--host 127.0.0.1] [--port N]
     ortweb --version
@@ -79,7 +80,6 @@ def _parser() -> argparse.ArgumentParser:
                     help="copy a file into the script's working directory")
     ex.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
                      help="ORT-web WebGPU build: native C++ EP (default) or JSEP")
-    ex.add_argument("args", nargs=argparse.REMAINDER, help="arguments after -- go to the script")
 
     demo = sub.add_parser("demo", help="run the bundled model on wasm and webgpu vs native")
     demo.add_argument("--json", action="store_true")
@@ -116,7 +116,14 @@ def versions(browser: str | None = None) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ortweb`` console script."""
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first `--` belongs to the script of `ortweb exec`.
+    script_args: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, script_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
+    args.args = script_args
     if args.version:
         for name, value in versions(args.browser).items():
             print(f"{name} {value}")

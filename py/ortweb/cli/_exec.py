@@ -28,8 +28,6 @@ def cmd_exec(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise UsageError(f"--file {path} not found")
     argv = list(args.args)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
     with open_runtime(args.browser) as runtime, runtime.shared_folder() as (folder, prefix):
         for path in [args.script, *args.file]:
             shutil.copyfile(path, folder / path.name)

@@ -1,0 +1,163 @@
+"""The `ortweb` command end to end: each call starts its own server and Chromium."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ortweb.host import samples
+from ortweb.host.inputs import load_npz, save_npz
+from ortweb.host.native import run_native
+
+pytestmark = pytest.mark.browser
+
+
+def ortweb(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ortweb.cli", *args],
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def test_version():
+    result = ortweb("--version")
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.strip().splitlines())
+    assert lines["pyodide"] == "0.27.7"
+    assert lines["onnxruntime-web"] == "1.30.0"
+    assert lines["ortweb"]
+    assert "Chromium" in lines["chromium"]
+
+
+def test_usage_errors_exit_2(tmp_path):
+    missing = ortweb("run", str(tmp_path / "missing.onnx"))
+    assert missing.returncode == 2 and "not found" in missing.stderr
+    model = tmp_path / "m.onnx"
+    model.write_bytes(samples.two_outputs_model())
+    bad_ep = ortweb("run", str(model), "--providers", "cuda")
+    assert bad_ep.returncode == 2 and "'cuda'" in bad_ep.stderr
+    no_cmd = ortweb()
+    assert no_cmd.returncode == 2
+
+
+def test_run_with_inputs_outputs_and_json(tmp_path):
+    model = tmp_path / "int64.onnx"
+    model.write_bytes(samples.int64_model())
+    feeds = {"ids": np.array([4, 0, 7], np.int64),
+             "table": np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32)}
+    save_npz(tmp_path / "in.npz", feeds)
+    result = ortweb("run", str(model), "-i", str(tmp_path / "in.npz"), "-o",
+                    str(tmp_path / "out.npz"), "--compare-native", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] and report["provider"] == "wasm" and report["blocked_requests"] == []
+    assert [c["ok"] for c in report["compare_native"]] == [True, True, True]
+    got = load_npz(tmp_path / "out.npz")
+    want = run_native(model.read_bytes(), feeds)
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value)
+
+
+def test_run_failure_exits_1(tmp_path):
+    model = tmp_path / "int64.onnx"
+    model.write_bytes(samples.int64_model())
+    save_npz(tmp_path / "in.npz", {"ids": np.array([99], np.int64),
+                                   "table": np.zeros((10, 3), np.float32)})
+    result = ortweb("run", str(model), "-i", str(tmp_path / "in.npz"))
+    assert result.returncode == 1
+    assert "error" in result.stdout
+
+
+def test_run_light_resnet50_wasm(light_models):
+    result = ortweb("run", str(light_models / "light_resnet50.onnx"), "--compare-native",
+                    "--providers", "wasm")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "provider wasm" in result.stdout and " ok" in result.stdout
+
+
+@pytest.mark.webgpu
+def test_run_light_squeezenet_webgpu(light_models):
+    result = ortweb("run", str(light_models / "light_squeezenet.onnx"), "--compare-native",
+                    "--providers", "webgpu")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "provider webgpu" in result.stdout
+
+
+def test_run_random_inputs_for_dynamic_dims(tmp_path):
+    model = tmp_path / "conv.onnx"
+    model.write_bytes(samples.dynamic_conv_model())
+    result = ortweb("run", str(model), "--compare-native", "--dim", "height=11", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["outputs"] == [{"name": "features", "dtype": "float32", "shape": [1, 4]}]
+
+
+SCRIPT = '''
+import sys
+import numpy as np
+import ortweb
+
+print("argv", sys.argv[1:])
+with open("data.txt") as f:
+    print("file", f.read().strip())
+sess = await ortweb.InferenceSession.create("model.onnx")
+print("provider", sess.provider)
+(double, negated) = sess.run(None, {"x": np.eye(2, dtype=np.float32)})
+print("double", double.tolist())
+if "--fail" in sys.argv:
+    def explode():
+        raise RuntimeError("exploded on purpose")
+    explode()
+if "--exit" in sys.argv:
+    sys.exit(3)
+'''
+
+
+@pytest.fixture
+def script_dir(tmp_path: Path) -> Path:
+    (tmp_path / "app.py").write_text(textwrap.dedent(SCRIPT))
+    (tmp_path / "model.onnx").write_bytes(samples.two_outputs_model())
+    (tmp_path / "data.txt").write_text("hello from the host\n")
+    return tmp_path
+
+
+def _exec(script_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return ortweb("exec", str(script_dir / "app.py"), "--providers", "wasm",
+                  "--file", str(script_dir / "model.onnx"), "--file",
+                  str(script_dir / "data.txt"), *extra)
+
+
+def test_exec_runs_script_with_files_argv_and_sync_api(script_dir):
+    result = _exec(script_dir, "--", "a", "b c")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "argv ['a', 'b c']" in result.stdout
+    assert "file hello from the host" in result.stdout
+    assert "provider wasm" in result.stdout
+    assert "double [[2.0, 0.0], [0.0, 2.0]]" in result.stdout
+
+
+def test_exec_exception_exits_1_with_traceback(script_dir):
+    result = _exec(script_dir, "--", "--fail")
+    assert result.returncode == 1
+    assert "RuntimeError: exploded on purpose" in result.stderr
+    # The traceback points at the user's script and its lines, not at the runner.
+    assert 'File "app.py", line 16' in result.stderr, result.stderr
+    assert "exec_script" not in result.stderr
+
+
+def test_exec_sys_exit_status(script_dir):
+    result = _exec(script_dir, "--", "--exit")
+    assert result.returncode == 3, result.stdout + result.stderr
+
+
+def test_demo():
+    result = ortweb("demo")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "demo: OK" in result.stdout
+    assert "provider wasm" in result.stdout and "provider webgpu" in result.stdout
