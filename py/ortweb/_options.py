@@ -34,6 +34,12 @@ _LEVEL_NAMES = {
 }
 
 
+def _verbosity(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidArgument(f"{name}: expected a non-negative int, got {value!r}")
+    return value
+
+
 def _severity(name: str, value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 4:
         raise InvalidArgument(
@@ -93,11 +99,16 @@ class SessionOptions:
                 "graph_optimization_level: expected a GraphOptimizationLevel, "
                 f"got {self.graph_optimization_level!r}"
             ) from None
-        mode = ExecutionMode(self.execution_mode)
+        try:
+            mode = ExecutionMode(self.execution_mode)
+        except ValueError:
+            raise InvalidArgument(
+                f"execution_mode: expected an ExecutionMode, got {self.execution_mode!r}"
+            ) from None
         options: dict[str, Any] = {
             "graphOptimizationLevel": level,
             "logSeverityLevel": _severity("log_severity_level", self.log_severity_level),
-            "logVerbosityLevel": int(self.log_verbosity_level),
+            "logVerbosityLevel": _verbosity("log_verbosity_level", self.log_verbosity_level),
             "enableMemPattern": bool(self.enable_mem_pattern),
             "enableCpuMemArena": bool(self.enable_cpu_mem_arena),
             "executionMode": "parallel" if mode is ExecutionMode.ORT_PARALLEL else "sequential",
@@ -119,6 +130,6 @@ class RunOptions:
         """The equivalent onnxruntime-web ``RunOptions`` object (as a dict)."""
         return {
             "logSeverityLevel": _severity("log_severity_level", self.log_severity_level),
-            "logVerbosityLevel": int(self.log_verbosity_level),
+            "logVerbosityLevel": _verbosity("log_verbosity_level", self.log_verbosity_level),
             "tag": str(self.tag),
         }

@@ -118,6 +118,7 @@ class InferenceSession:
         sess_options: SessionOptions | None,
         providers: Sequence[Any] | str | None,
     ) -> None:
+        _bridge.get_bridge()  # outside a page with the bridge, say so before anything else
         if sess_options is not None and not isinstance(sess_options, SessionOptions):
             raise InvalidArgument(
                 f"sess_options: expected ortweb.SessionOptions, got {type(sess_options).__name__}"

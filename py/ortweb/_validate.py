@@ -32,6 +32,14 @@ def _numpy_name(arg: NodeArg) -> str:
     return "str" if dt.is_string else dt.numpy.name
 
 
+def _dtype_expr(arg: NodeArg) -> str:
+    """A dtype expression users can paste: ``numpy.float32``, ``str``, ``numpy.bool_``."""
+    name = _numpy_name(arg)
+    if name == "str":
+        return "str"
+    return "numpy.bool_" if name == "bool" else f"numpy.{name}"
+
+
 def _as_array(arg: NodeArg, value: Any) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value
@@ -43,7 +51,7 @@ def _as_array(arg: NodeArg, value: Any) -> np.ndarray:
     kind = type(value).__name__
     hint = ""
     if isinstance(value, list | tuple | int | float | bool):
-        hint = f"; convert it with numpy.asarray(value, dtype=numpy.{_numpy_name(arg)})"
+        hint = f"; convert it with numpy.asarray(value, dtype={_dtype_expr(arg)})"
     raise InvalidArgument(f"input {arg.name!r}: expected {expected}, got {kind}{hint}")
 
 
@@ -75,9 +83,15 @@ def _check_strings(arg: NodeArg, array: np.ndarray) -> None:
             )
         # ORT-web passes strings to its core as C strings: everything after a NUL
         # would be dropped silently, so refuse instead.
-        if (isinstance(value, str) and "\x00" in value) or (
-            isinstance(value, bytes) and b"\x00" in value
-        ):
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidArgument(
+                    f"input {arg.name!r}: the bytes at flat index {index} are not UTF-8 "
+                    f"({exc.reason}); tensor(string) holds UTF-8 text"
+                ) from None
+        if "\x00" in value:
             raise InvalidArgument(
                 f"input {arg.name!r}: the string at flat index {index} contains a NUL "
                 "character, which onnxruntime-web would silently cut off there"

@@ -72,13 +72,17 @@ def compare(
     if g.dtype.kind == "f":
         g64, w64 = g.astype(np.float64), w.astype(np.float64)
         same = (np.isnan(g64) & np.isnan(w64)) | (g64 == w64)
+        finite = np.isfinite(g64) & np.isfinite(w64)
         with np.errstate(invalid="ignore", over="ignore"):
             diff = np.where(same, 0.0, np.abs(g64 - w64))
             rel = diff / np.maximum(np.abs(w64), np.finfo(np.float64).tiny)
-            # Equal infinities are `same`; any other infinity or NaN fails here.
-            bad = ~same & ~(diff <= atol + rtol * np.abs(w64))
-        result.max_abs = float(np.nanmax(diff)) if diff.size else 0.0
-        result.max_rel = float(np.nanmax(np.where(diff == 0, 0.0, rel))) if diff.size else 0.0
+            # Infinities and NaNs must match exactly (`same`): a tolerance scaled by
+            # an infinite reference would accept anything.
+            bad = ~same & ~(finite & (diff <= atol + rtol * np.abs(w64)))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        rel = np.where(np.isnan(rel), np.inf, rel)
+        result.max_abs = float(diff.max()) if diff.size else 0.0
+        result.max_rel = float(np.where(diff == 0, 0.0, rel).max()) if diff.size else 0.0
         result.mismatched = int(np.count_nonzero(bad))
     else:
         result.mismatched = int(np.count_nonzero(g != w))
