@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import base64
+import concurrent.futures
 import csv
 import gc
 import hashlib
@@ -18,6 +19,7 @@ import tomllib
 import warnings
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -289,11 +291,18 @@ def test_sync_helpers_outside_browser() -> None:
         ortweb.set_default_providers(["cuda"])
 
 
+def _run_async(coro: Any) -> Any:
+    # Playwright's sync API (browser tests in the same process) keeps an event loop
+    # running on this thread, so asyncio.run needs a thread of its own.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def test_async_model_url_outside_browser() -> None:
     with pytest.raises(ortweb.OrtWebError, match="Pyodide"):
-        asyncio.run(ortweb.InferenceSession.create("https://example.invalid/m.onnx"))
+        _run_async(ortweb.InferenceSession.create("https://example.invalid/m.onnx"))
 
 
 def test_async_create_from_bytes_outside_browser() -> None:
     with pytest.raises(ortweb.OrtWebError, match="Pyodide"):
-        asyncio.run(ortweb.InferenceSession.create(b"x"))
+        _run_async(ortweb.InferenceSession.create(b"x"))
