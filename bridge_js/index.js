@@ -8,11 +8,15 @@
  * @module index
  */
 
-import { enveloped } from './errors.js';
+import { enveloped, fail, ok } from './errors.js';
+import { trackDestroyedBuffers } from './gpu.js';
 import { pageQueue } from './queue.js';
 import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu } from './runtime.js';
-import { createSession, liveSessions, releaseSession, runSession, sessionInfo } from './sessions.js';
+import {
+  createSession, liveSessions, readGpuValue, releaseSession, runSession, sessionInfo, uploadValue, webgpuDevice,
+} from './sessions.js';
 import { allocate } from './tensors.js';
+import { disposeValue, getValue, valueFromUserBuffer, valueStats } from './values.js';
 
 export const BRIDGE_VERSION = '0.1.0';
 
@@ -56,17 +60,45 @@ export function createBridge(options = {}) {
     /** @param {Uint8Array} bytes @param {string[]} providers @param {object} options */
     createSession: (bytes, providers, options) => enveloped(() => createSession(bytes, providers, options)),
     /**
-     * @param {number} handle @param {string[]} names @param {string[]} types
-     * @param {number[][]} dims @param {any[]} datas @param {string[]} outputNames
+     * @param {number} handle
+     * @param {import('./sessions.js').FeedSpec[]} feeds
+     * @param {import('./sessions.js').FetchSpec[]} fetches
      * @param {object|null} [runOptions]
      */
-    run: (handle, names, types, dims, datas, outputNames, runOptions = null) =>
-      enveloped(() => runSession(handle, names, types, dims, datas, outputNames, runOptions)),
+    run: (handle, feeds, fetches, runOptions = null) =>
+      enveloped(() => runSession(handle, feeds, fetches, runOptions)),
+    /** @param {string} type @param {number[]} dims @param {any} data */
+    uploadValue: (type, dims, data) => enveloped(() => uploadValue(type, dims, data)),
+    /** @param {number} handle @param {boolean} release */
+    readValue: (handle, release) => enveloped(() => readGpuValue(handle, release)),
+    /**
+     * Synchronous: wrap a user's GPUBuffer (checked for usage and size now, for its
+     * device and liveness before each run).
+     * @param {any} buffer @param {string} type @param {number[]} dims
+     */
+    valueFromGpuBuffer: (buffer, type, dims) => {
+      try {
+        return ok(valueFromUserBuffer(buffer, type, Array.from(dims, Number), null));
+      } catch (err) {
+        return fail(err);
+      }
+    },
+    /** @param {number} handle @param {boolean} [byFinalizer] */
+    disposeValue: (handle, byFinalizer = false) => disposeValue(handle, byFinalizer),
+    /** @param {number} handle */
+    valueGpuBuffer: (handle) => {
+      try {
+        return ok(getValue(handle).buffer);
+      } catch (err) {
+        return fail(err);
+      }
+    },
+    webgpuDevice: () => enveloped(webgpuDevice),
     /** @param {number} handle */
     release: (handle) => enveloped(() => releaseSession(handle)),
     /** @param {number} handle */
     sessionInfo,
-    stats: () => ({ sessions: liveSessions(), queued: pageQueue.pending, builds: loadedBuilds() }),
+    stats: () => ({ sessions: liveSessions(), queued: pageQueue.pending, builds: loadedBuilds(), values: valueStats() }),
     /** @param {string} url */
     fetchBytes: (url) => enveloped(async () => {
       const response = await fetch(url);
@@ -86,6 +118,7 @@ export function createBridge(options = {}) {
  * @param {BridgeOptions} [options]
  */
 export function installBridge(options = {}) {
+  trackDestroyedBuffers();
   const bridge = createBridge(options);
   bridge.configure(options);
   /** @type {any} */ (globalThis).ortwebBridge = bridge;

@@ -8,9 +8,11 @@
  */
 
 import { BridgeError } from './errors.js';
+import { checkBuffer, downloadBuffer, ortwebDevice, uploadBuffer, writeBuffer } from './gpu.js';
 import { pageQueue } from './queue.js';
-import { buildFor, loadBuild, probeWebGpu } from './runtime.js';
-import { decodeTensor, makeTensor } from './tensors.js';
+import { buildFor, config, loadBuild, probeWebGpu } from './runtime.js';
+import { bytesOf, decodeTensor, makeTensor, viewAs } from './tensors.js';
+import { byteLength, getValue, readValue, registerValue } from './values.js';
 
 /**
  * @typedef {object} SessionEntry
@@ -18,6 +20,7 @@ import { decodeTensor, makeTensor } from './tensors.js';
  * @property {any} ort      the ORT module that created it
  * @property {string} provider  'wasm' or 'webgpu'
  * @property {string} build     key of runtime.BUILDS
+ * @property {any} device       the GPUDevice ORT runs on (null for wasm)
  */
 
 /** @type {Map<number, SessionEntry>} */
@@ -68,10 +71,27 @@ async function typeReason(provider, session) {
 }
 
 /**
+ * The ORT `executionProviders` entry for `provider` and the device it will use.
+ * @param {string} provider
+ * @param {string} build
+ */
+async function providerEntry(provider, build) {
+  if (provider !== 'webgpu') return { ep: provider, device: null };
+  if (build === 'native') {
+    // Our own device: the native build destroys a device it created itself when
+    // its last session is released, taking users' buffers with it.
+    const device = await ortwebDevice();
+    return { ep: { name: 'webgpu', device }, device };
+  }
+  return { ep: 'webgpu', device: null };
+}
+
+/**
  * Create a session, trying `providers` in order.
  * @param {Uint8Array} bytes the model
  * @param {string[]} providers e.g. ['webgpu', 'wasm']
- * @param {object} options ORT SessionOptions, without executionProviders
+ * @param {any} options ORT SessionOptions, without executionProviders; its
+ *   preferredOutputLocation applies to WebGPU only (wasm outputs are on the CPU)
  * @returns {Promise<object>} handle, provider, build, skipped reasons, inputs, outputs
  */
 export function createSession(bytes, providers, options) {
@@ -90,16 +110,20 @@ export function createSession(bytes, providers, options) {
       let session;
       try {
         const ort = await loadBuild(build);
+        let { ep, device } = await providerEntry(provider, build);
+        const opts = { ...options, executionProviders: [ep] };
+        if (provider !== 'webgpu') delete opts.preferredOutputLocation;
         // ORT may detach or keep the buffer it is given: hand it a copy of its own.
-        session = await ort.InferenceSession.create(bytes.slice(), { ...options, executionProviders: [provider] });
+        session = await ort.InferenceSession.create(bytes.slice(), opts);
         const typeProblem = await typeReason(provider, session);
         if (typeProblem) {
           await session.release();
           skipped.push({ provider, reason: typeProblem });
           continue;
         }
+        if (provider === 'webgpu' && !device) device = await ort.env.webgpu.device;
         const handle = nextHandle++;
-        sessions.set(handle, { session, ort, provider, build });
+        sessions.set(handle, { session, ort, provider, build, device });
         return {
           handle,
           provider,
@@ -136,26 +160,137 @@ function entry(handle) {
 }
 
 /**
- * Run a session on CPU feeds.
+ * @typedef {object} FeedSpec
+ * @property {string} name
+ * @property {string} [type]   ORT type (CPU feeds)
+ * @property {number[]} [dims]  shape (CPU feeds)
+ * @property {any} [data]       typed array or string[] (CPU feeds)
+ * @property {number} [value]  handle of a GPU value (values.js)
+ */
+
+/**
+ * @typedef {object} FetchSpec
+ * @property {string} name
+ * @property {number|null} value handle of a pre-allocated GPU value, or null
+ */
+
+/**
+ * The bytes of a non-ORT GPU value, read on the device it lives on.
+ * @param {import('./values.js').ValueEntry} entry
+ */
+async function readEntry(entry) {
+  const device = entry.device ?? await ortwebDevice();
+  return downloadBuffer(device, entry.buffer, byteLength(entry.type, entry.dims));
+}
+
+/**
+ * The ORT tensor for a feed, checked first: a bad GPU buffer never reaches ORT.
+ * @param {SessionEntry} s
+ * @param {FeedSpec} feed
+ */
+async function feedTensor(s, feed) {
+  if (feed.value === undefined || feed.value === null) {
+    return makeTensor(s.ort, /** @type {string} */ (feed.type), feed.data, /** @type {number[]} */ (feed.dims));
+  }
+  const entry = getValue(feed.value);
+  const what = `input '${feed.name}'`;
+  if (s.provider !== 'webgpu') {
+    // A wasm session reads its inputs from the CPU: download once for this run.
+    const data = entry.owner === 'ort' ? await entry.tensor.getData() : await readEntry(entry);
+    return makeTensor(s.ort, entry.type, viewAs(entry.type, data), entry.dims);
+  }
+  await checkBuffer(s.device, entry.buffer, byteLength(entry.type, entry.dims), what);
+  return s.ort.Tensor.fromGpuBuffer(entry.buffer, { dataType: entry.type, dims: entry.dims });
+}
+
+/**
+ * Run a session. CPU outputs come back as data; GPU outputs as value handles.
  * @param {number} handle
- * @param {string[]} names input names
- * @param {string[]} types ORT type per input
- * @param {number[][]} dims shape per input
- * @param {any[]} datas typed array (or string[]) per input
- * @param {string[]} outputNames outputs to fetch, in order
+ * @param {FeedSpec[]} feeds
+ * @param {FetchSpec[]} fetches outputs to fetch, in order
  * @param {object|null} [runOptions] ORT RunOptions
  */
-export function runSession(handle, names, types, dims, datas, outputNames, runOptions = null) {
+export function runSession(handle, feeds, fetches, runOptions = null) {
   return pageQueue.run(async () => {
-    const { session, ort } = entry(handle);
+    const s = entry(handle);
     /** @type {Object<string, any>} */
-    const feeds = {};
-    for (let i = 0; i < names.length; i++) {
-      feeds[names[i]] = makeTensor(ort, types[i], datas[i], dims[i]);
+    const feedMap = {};
+    for (const feed of feeds) feedMap[feed.name] = await feedTensor(s, feed);
+    const preallocated = fetches.filter((f) => f.value !== null && f.value !== undefined);
+    /** @type {any} */
+    let fetchArg = fetches.map((f) => f.name);
+    if (preallocated.length && s.provider === 'webgpu') {
+      fetchArg = {};
+      for (const f of fetches) {
+        if (f.value === null || f.value === undefined) {
+          fetchArg[f.name] = null;
+          continue;
+        }
+        const target = getValue(f.value);
+        await checkBuffer(s.device, target.buffer, byteLength(target.type, target.dims), `output '${f.name}'`);
+        fetchArg[f.name] = s.ort.Tensor.fromGpuBuffer(target.buffer, { dataType: target.type, dims: target.dims });
+      }
     }
-    const results = await session.run(feeds, outputNames, runOptions ?? undefined);
-    return outputNames.map((name) => decodeTensor(name, results[name]));
+    const results = await s.session.run(feedMap, fetchArg, runOptions ?? undefined);
+    const outputs = [];
+    for (const f of fetches) {
+      const tensor = results[f.name];
+      if (f.value !== null && f.value !== undefined) {
+        const target = getValue(f.value);
+        if (tensor.location !== 'gpu-buffer') {
+          // The session ran on the CPU: copy its result into the GPU buffer asked for.
+          writeBuffer(target.device ?? await ortwebDevice(), target.buffer, bytesOf(tensor.data));
+        }
+        outputs.push({ name: f.name, value: f.value, type: target.type, dims: target.dims, location: 'gpu-buffer' });
+      } else if (tensor.location === 'gpu-buffer') {
+        const dims = Array.from(tensor.dims, Number);
+        const value = registerValue({ owner: 'ort', type: tensor.type, dims, buffer: tensor.gpuBuffer, device: s.device, tensor });
+        outputs.push({ name: f.name, value, type: tensor.type, dims, location: 'gpu-buffer' });
+      } else {
+        outputs.push({ ...decodeTensor(f.name, tensor), value: null, location: 'cpu' });
+      }
+    }
+    return outputs;
   });
+}
+
+/**
+ * Read a GPU value back (queued: ORT-web throws on a second concurrent getData).
+ * @param {number} handle
+ * @param {boolean} release
+ */
+export function readGpuValue(handle, release) {
+  return pageQueue.run(async () => {
+    const out = await readValue(handle, release, readEntry);
+    return { type: out.type, dims: out.dims, data: viewAs(out.type, out.data) };
+  });
+}
+
+/**
+ * Upload bytes into a new ortweb-owned GPU buffer on the device WebGPU sessions use.
+ * @param {string} type
+ * @param {number[]} dims
+ * @param {any} data typed array (wire type)
+ */
+export async function uploadValue(type, dims, data) {
+  const device = await webgpuDevice();
+  const need = byteLength(type, dims);
+  if (type === 'float16' && !device.features.has('shader-f16')) {
+    throw new BridgeError('ProviderUnavailable', "float16 tensors on WebGPU need the adapter feature 'shader-f16', which this adapter lacks");
+  }
+  const buffer = uploadBuffer(device, need ? bytesOf(data) : new Uint8Array(0));
+  return registerValue({ owner: 'ortweb', type, dims: Array.from(dims), buffer, device });
+}
+
+/**
+ * The GPUDevice that WebGPU sessions of this page run on.
+ */
+export async function webgpuDevice() {
+  if (config.webgpuBuild === 'native') return ortwebDevice();
+  for (const s of sessions.values()) {
+    if (s.provider === 'webgpu' && s.device) return s.device;
+  }
+  throw new BridgeError('ProviderUnavailable', "with the 'jsep' WebGPU build, ORT creates its own GPUDevice: create a WebGPU session first, then ask for the device");
 }
 
 /**

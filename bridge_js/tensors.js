@@ -38,6 +38,27 @@ export function allocate(type, length) {
 }
 
 /**
+ * View `data` (a typed array of any kind, or bytes) as the typed array Python reads
+ * for `type`: float16 as Uint16Array bits, bool as Uint8Array.
+ * @param {string} type
+ * @param {any} data
+ */
+export function viewAs(type, data) {
+  if (type === 'string') return data;
+  const Ctor = TYPED_ARRAYS[type];
+  if (data instanceof Ctor) return data;
+  return new Ctor(data.buffer, data.byteOffset, data.byteLength / Ctor.BYTES_PER_ELEMENT);
+}
+
+/**
+ * The bytes of a typed array, without copying.
+ * @param {any} data
+ */
+export function bytesOf(data) {
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/**
  * Build an ORT tensor of the module `ort` (tensors of another build are not
  * recognised by `instanceof` checks inside ORT).
  * @param {any} ort
@@ -64,11 +85,5 @@ export function makeTensor(ort, type, data, dims) {
  * @returns {DecodedTensor}
  */
 export function decodeTensor(name, tensor) {
-  let data = tensor.data;
-  if (tensor.type === 'float16' && !(data instanceof Uint16Array)) {
-    data = new Uint16Array(data.buffer, data.byteOffset, data.length);
-  } else if (tensor.type === 'bool' && !(data instanceof Uint8Array)) {
-    data = new Uint8Array(data.buffer, data.byteOffset, data.length);
-  }
-  return { name, type: tensor.type, dims: Array.from(tensor.dims, Number), data };
+  return { name, type: tensor.type, dims: Array.from(tensor.dims, Number), data: viewAs(tensor.type, tensor.data) };
 }

@@ -90,10 +90,21 @@ def test_no_inputs_empty_feed() -> None:
     assert check_feeds([], {}) == []
 
 
-def test_extra_values_skip_array_checks() -> None:
-    sentinel = object()
-    checked = check_feeds(INPUTS, _with(ids=sentinel), extra={"ids": sentinel})
-    assert checked[2][2] is sentinel
+def test_ortvalue_feeds_are_checked_by_type_and_shape() -> None:
+    from ortweb import OrtValue
+
+    value = OrtValue.ortvalue_from_numpy(np.zeros((4, 3), np.float32))
+    checked = check_feeds(INPUTS, _with(x=value))
+    assert checked[0][2] is value
+    wrong_type = OrtValue.ortvalue_from_numpy(np.zeros((4, 3), np.int32))
+    with pytest.raises(InvalidArgument, match=r"'x'.*tensor\(float\).*tensor\(int32\)"):
+        check_feeds(INPUTS, _with(x=wrong_type))
+    wrong_dim = OrtValue.ortvalue_from_numpy(np.zeros((4, 2), np.float32))
+    with pytest.raises(InvalidArgument, match=r"'x': dimension 1 must be 3, got 2"):
+        check_feeds(INPUTS, _with(x=wrong_dim))
+    value.dispose()
+    with pytest.raises(InvalidArgument, match="'x'.*disposed"):
+        check_feeds(INPUTS, _with(x=value))
 
 
 # -- the feed mapping ---------------------------------------------------------------

@@ -17,9 +17,18 @@ from __future__ import annotations
 
 from . import errors
 from ._dtypes import DTYPES
+from ._iobinding import IOBinding
 from ._metadata import NodeArg
 from ._options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
-from ._runtime import get_available_providers, get_available_providers_async, set_default_providers
+from ._ortvalue import OrtValue
+from ._runtime import (
+    get_available_providers,
+    get_available_providers_async,
+    live_handles,
+    set_default_providers,
+    webgpu_device,
+    webgpu_device_async,
+)
 from ._session import InferenceSession
 from .errors import (
     InvalidArgument,
@@ -39,6 +48,7 @@ __all__ = [
     "DTYPES",
     "ExecutionMode",
     "GraphOptimizationLevel",
+    "IOBinding",
     "InferenceSession",
     "InvalidArgument",
     "InvalidGraph",
@@ -46,6 +56,7 @@ __all__ = [
     "NodeArg",
     "NotImplementedByRuntime",
     "OrtRuntimeError",
+    "OrtValue",
     "OrtWebError",
     "ProviderUnavailable",
     "RunOptions",
@@ -56,5 +67,8 @@ __all__ = [
     "errors",
     "get_available_providers",
     "get_available_providers_async",
+    "live_handles",
     "set_default_providers",
+    "webgpu_device",
+    "webgpu_device_async",
 ]

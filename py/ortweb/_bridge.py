@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -137,33 +138,105 @@ def _encode(feed: WireTensor) -> Any:
     return buffer
 
 
+@dataclass(frozen=True)
+class GpuOutput:
+    """An output left on the GPU: a bridge value handle with its type and shape."""
+
+    handle: int
+    dtype: _dtypes.DType
+    dims: tuple[int, ...]
+
+
+#: A feed is wire data (CPU) or the handle of a GPU value.
+Feed = tuple[str, WireTensor | int]
+
+
+def _feed_spec(name: str, feed: WireTensor | int) -> dict[str, Any]:
+    if isinstance(feed, int):
+        return {"name": name, "value": feed}
+    return {"name": name, "type": feed.dtype.ort, "dims": list(feed.dims), "data": _encode(feed)}
+
+
 async def run_session(
     handle: int,
-    feeds: Sequence[tuple[str, WireTensor]],
-    output_names: Sequence[str],
+    feeds: Sequence[Feed],
+    fetches: Sequence[tuple[str, int | None]],
     run_options: dict[str, Any] | None = None,
-) -> list[np.ndarray]:
-    """Run a session on wire tensors; returns numpy arrays in ``output_names`` order."""
-    names = _js([name for name, _ in feeds])
-    types = _js([f.dtype.ort for _, f in feeds])
-    dims = _js([list(f.dims) for _, f in feeds])
-    datas = _js([_encode(f) for _, f in feeds])
+) -> list[np.ndarray | GpuOutput]:
+    """Run a session; outputs in ``fetches`` order, numpy arrays or :class:`GpuOutput`.
+
+    ``fetches`` pairs each output name with the handle of a pre-allocated GPU
+    value to write into, or None.
+    """
+    specs = _js([_feed_spec(name, feed) for name, feed in feeds])
+    wanted = _js([{"name": name, "value": value} for name, value in fetches])
     options = None if run_options is None else _js(run_options)
-    value = await call(
-        "run", handle, names, types, dims, datas, _js(list(output_names)), options, context="run"
-    )
+    value = await call("run", handle, specs, wanted, options, context="run")
     return [_decode(out) for out in value]
 
 
-def _decode(out: Any) -> np.ndarray:
+def _decode(out: Any) -> np.ndarray | GpuOutput:
     dtype = _dtypes.by_ort(str(out.type))
     dims = [int(d) for d in out.dims]
+    if out.value is not None:
+        return GpuOutput(int(out.value), dtype, tuple(dims))
+    return _read(dtype, dims, out.data)
+
+
+def _read(dtype: _dtypes.DType, dims: Sequence[int], data: Any) -> np.ndarray:
     if dtype.is_string:
-        return from_wire(dtype, dims, list(out.data.to_py()))
+        return from_wire(dtype, dims, list(data.to_py()))
     buffer = wire_buffer(dtype, dims)
     if buffer.size:
-        out.data.assign_to(buffer)
+        data.assign_to(buffer)
     return from_wire(dtype, dims, buffer)
+
+
+async def upload_value(wire: WireTensor) -> int:
+    """Copy a wire tensor into a new ortweb-owned GPU buffer; returns its value handle."""
+    value = await call(
+        "uploadValue", wire.dtype.ort, _js(list(wire.dims)), _encode(wire),
+        context="upload to WebGPU",
+    )
+    return int(value)
+
+
+async def read_value(handle: int, release: bool) -> np.ndarray:
+    """Download a GPU value (and release it when ``release``)."""
+    out = await call("readValue", handle, release, context="read GPU tensor")
+    return _read(_dtypes.by_ort(str(out.type)), [int(d) for d in out.dims], out.data)
+
+
+def _sync_call(method: str, *args: Any, context: str) -> Any:
+    envelope = getattr(get_bridge(), method)(*args)
+    if not envelope.ok:
+        raise from_envelope(envelope.error.to_py(), context)
+    return envelope.value
+
+
+def value_from_gpu_buffer(buffer: Any, dtype: _dtypes.DType, dims: Sequence[int]) -> int:
+    """Register a user's GPUBuffer as a value (usage and size checked now)."""
+    return int(_sync_call(
+        "valueFromGpuBuffer", buffer, dtype.ort, _js(list(dims)), context="from_gpu_buffer"
+    ))
+
+
+def value_gpu_buffer(handle: int) -> Any:
+    """The GPUBuffer of a value."""
+    return _sync_call("valueGpuBuffer", handle, context="gpu_buffer")
+
+
+def dispose_value(handle: int, by_finalizer: bool = False) -> None:
+    """Dispose a GPU value (safe for handles disposed before)."""
+    if IN_BROWSER:
+        bridge = getattr(js.globalThis, "ortwebBridge", None)
+        if bridge is not None:
+            bridge.disposeValue(handle, by_finalizer)
+
+
+async def webgpu_device() -> Any:
+    """The GPUDevice WebGPU sessions run on."""
+    return await call("webgpuDevice", context="webgpu_device")
 
 
 async def release_session(handle: int) -> None:

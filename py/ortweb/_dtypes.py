@@ -35,7 +35,8 @@ class DType:
     elem_type : int
         ONNX ``TensorProto.DataType`` value.
     gpu : bool
-        Whether ORT-web can keep this type in a WebGPU buffer.
+        Whether ORT-web can keep this type in a WebGPU buffer (``Tensor.fromGpuBuffer``
+        takes float32, float16, int32, int64, uint32, uint8 and bool).
     """
 
     onnx: str
@@ -64,17 +65,17 @@ def _d(onnx: str, ort: str, npt: Any, wire: Any, ta: str | None, elem: int,
 DTYPES: tuple[DType, ...] = (
     _d("tensor(float)", "float32", np.float32, np.float32, "Float32Array", 1),
     _d("tensor(uint8)", "uint8", np.uint8, np.uint8, "Uint8Array", 2),
-    _d("tensor(int8)", "int8", np.int8, np.int8, "Int8Array", 3),
-    _d("tensor(uint16)", "uint16", np.uint16, np.uint16, "Uint16Array", 4),
-    _d("tensor(int16)", "int16", np.int16, np.int16, "Int16Array", 5),
+    _d("tensor(int8)", "int8", np.int8, np.int8, "Int8Array", 3, gpu=False),
+    _d("tensor(uint16)", "uint16", np.uint16, np.uint16, "Uint16Array", 4, gpu=False),
+    _d("tensor(int16)", "int16", np.int16, np.int16, "Int16Array", 5, gpu=False),
     _d("tensor(int32)", "int32", np.int32, np.int32, "Int32Array", 6),
     _d("tensor(int64)", "int64", np.int64, np.int64, "BigInt64Array", 7),
     _d("tensor(string)", "string", object, None, None, 8, gpu=False),
     _d("tensor(bool)", "bool", np.bool_, np.uint8, "Uint8Array", 9),
     _d("tensor(float16)", "float16", np.float16, np.uint16, "Uint16Array", 10),
-    _d("tensor(double)", "float64", np.float64, np.float64, "Float64Array", 11),
+    _d("tensor(double)", "float64", np.float64, np.float64, "Float64Array", 11, gpu=False),
     _d("tensor(uint32)", "uint32", np.uint32, np.uint32, "Uint32Array", 12),
-    _d("tensor(uint64)", "uint64", np.uint64, np.uint64, "BigUint64Array", 13),
+    _d("tensor(uint64)", "uint64", np.uint64, np.uint64, "BigUint64Array", 13, gpu=False),
 )
 
 _BY_ONNX = {d.onnx: d for d in DTYPES}

@@ -6,12 +6,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _bridge
+from ._ortvalue import live_cpu_values
 from ._providers import normalize_providers
 
 __all__ = [
     "get_available_providers",
     "get_available_providers_async",
+    "live_handles",
     "set_default_providers",
+    "webgpu_device",
+    "webgpu_device_async",
 ]
 
 
@@ -38,3 +42,39 @@ def set_default_providers(providers: Sequence[Any] | str | None) -> list[str] | 
     bridge = _bridge.get_bridge()
     bridge.defaultProviders = None if value is None else _bridge._js(value)
     return value
+
+
+def live_handles() -> dict[str, int]:
+    """What ortweb holds right now, for leak checks.
+
+    Returns
+    -------
+    dict
+        ``sessions`` (ORT sessions alive in the page), ``cpu_tensors`` (CPU
+        OrtValues not disposed), ``gpu_tensors`` (GPU values not disposed) and
+        ``finalized`` (GPU values disposed by the garbage collector because nobody
+        disposed them: a leak in the caller's code, fixed up).
+    """
+    stats = _bridge.stats()
+    return {
+        "sessions": int(stats["sessions"]),
+        "cpu_tensors": live_cpu_values(),
+        "gpu_tensors": int(stats["values"]["gpu"]),
+        "finalized": int(stats["values"]["finalized"]),
+    }
+
+
+async def webgpu_device_async() -> Any:
+    """The ``GPUDevice`` ORT's WebGPU sessions run on.
+
+    Create the GPU buffers you feed (``OrtValue.from_gpu_buffer``) on this device.
+    With the default ``native`` WebGPU build this is ortweb's own device, given to
+    every WebGPU session, so it outlives them all. With the ``jsep`` build ORT
+    ignores a given device and makes its own: create a WebGPU session first.
+    """
+    return await _bridge.webgpu_device()
+
+
+def webgpu_device() -> Any:
+    """Synchronous :func:`webgpu_device_async`."""
+    return _bridge.block_on(webgpu_device_async())

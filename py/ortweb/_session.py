@@ -16,17 +16,49 @@ import numpy as np
 
 from . import _bridge, _dtypes
 from ._convert import to_wire
+from ._iobinding import IOBinding
 from ._metadata import NodeArg, node_args_from_bridge
 from ._options import RunOptions, SessionOptions
+from ._ortvalue import OrtValue
 from ._providers import normalize_providers
 from ._validate import check_feeds, check_output_names
-from .errors import InvalidArgument, NoSuchFile, SessionClosed
+from .errors import InvalidArgument, NoSuchFile, OrtWebError, SessionClosed
 
 __all__ = ["InferenceSession", "load_model_bytes"]
 
 ModelSource = str | bytes | bytearray | memoryview | os.PathLike[str]
 
 _URL_SCHEMES = {"http", "https", "blob", "data"}
+
+#: Errors the bridge raises from its own checks, before ORT runs: they cannot
+#: have left ORT in a bad state, so they never trigger a session re-creation.
+_OWN_CHECKS = {"InvalidArgument", "SessionClosed", "ProviderUnavailable"}
+
+_LOCATIONS = {"cpu": "cpu", "gpu-buffer": "gpu-buffer", "webgpu": "gpu-buffer", "gpu": "gpu-buffer"}
+
+Location = str | dict[str, str] | None
+
+
+def _location(name: str, value: Any) -> str:
+    found = _LOCATIONS.get(value) if isinstance(value, str) else None
+    if found is None:
+        raise InvalidArgument(
+            f"preferred_output_location{name}: expected 'cpu' or 'gpu-buffer', got {value!r}"
+        )
+    return found
+
+
+def _normalize_locations(value: Location) -> str | dict[str, str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _location("", value)
+    if isinstance(value, dict):
+        return {str(k): _location(f"[{k!r}]", v) for k, v in value.items()}
+    raise InvalidArgument(
+        "preferred_output_location: expected 'cpu', 'gpu-buffer' or a dict of output names "
+        f"to those, got {type(value).__name__}"
+    )
 
 
 async def load_model_bytes(source: ModelSource) -> bytes:
@@ -94,9 +126,13 @@ class InferenceSession:
         sess_options: SessionOptions | None = None,
         providers: Sequence[Any] | str | None = None,
         provider_options: Any = None,
+        *,
+        preferred_output_location: Location = None,
     ) -> None:
         self._handle = None
-        _bridge.block_on(self._open(path_or_bytes, sess_options, providers))
+        _bridge.block_on(
+            self._open(path_or_bytes, sess_options, providers, preferred_output_location)
+        )
 
     @classmethod
     async def create(
@@ -105,11 +141,13 @@ class InferenceSession:
         sess_options: SessionOptions | None = None,
         providers: Sequence[Any] | str | None = None,
         provider_options: Any = None,
+        *,
+        preferred_output_location: Location = None,
     ) -> InferenceSession:
         """Asynchronous constructor: ``sess = await InferenceSession.create(...)``."""
         self = cls.__new__(cls)
         self._handle = None
-        await self._open(path_or_bytes, sess_options, providers)
+        await self._open(path_or_bytes, sess_options, providers, preferred_output_location)
         return self
 
     async def _open(
@@ -117,6 +155,7 @@ class InferenceSession:
         path_or_bytes: ModelSource,
         sess_options: SessionOptions | None,
         providers: Sequence[Any] | str | None,
+        preferred_output_location: Location = None,
     ) -> None:
         _bridge.get_bridge()  # outside a page with the bridge, say so before anything else
         if sess_options is not None and not isinstance(sess_options, SessionOptions):
@@ -125,13 +164,12 @@ class InferenceSession:
             )
         self._options = sess_options or SessionOptions()
         self._requested = normalize_providers(providers, _bridge.default_providers())
+        self._locations = _normalize_locations(preferred_output_location)
         self._model_bytes = await load_model_bytes(path_or_bytes)
         info = await _bridge.create_session(
-            self._model_bytes, self._requested, self._options.to_ort()
+            self._model_bytes, self._requested, self._ort_options()
         )
-        self._handle = int(info["handle"])
-        # A session dropped without close() is released when it is collected.
-        self._finalizer = weakref.finalize(self, _bridge.release_later, self._handle)
+        self._adopt(int(info["handle"]))
         self._provider = str(info["provider"])
         self._build = str(info["build"])
         self._skipped = {str(s["provider"]): str(s["reason"]) for s in info["skipped"]}
@@ -141,6 +179,41 @@ class InferenceSession:
         self._outputs = node_args_from_bridge(
             [{**e, "type": _onnx_type(e["type"])} for e in info["outputs"]]
         )
+        if isinstance(self._locations, dict):
+            unknown = sorted(set(self._locations) - {a.name for a in self._outputs})
+            if unknown:
+                await self.close_async()
+                raise InvalidArgument(
+                    f"preferred_output_location names unknown output(s) {unknown}; the model's "
+                    f"outputs are {[a.name for a in self._outputs]}"
+                )
+
+    def _ort_options(self) -> dict[str, Any]:
+        options = self._options.to_ort()
+        if self._locations is not None:
+            options["preferredOutputLocation"] = self._locations
+        return options
+
+    def _adopt(self, handle: int) -> None:
+        old = getattr(self, "_finalizer", None)
+        if old is not None:
+            old.detach()
+        self._handle = handle
+        # A session dropped without close() is released when it is collected.
+        self._finalizer = weakref.finalize(self, _bridge.release_later, handle)
+
+    def _wants_gpu(self, name: str) -> bool:
+        loc = self._locations
+        return (loc.get(name) if isinstance(loc, dict) else loc) == "gpu-buffer"
+
+    def output_location(self, name: str) -> str:
+        """Where output ``name`` is left by a run: ``'gpu-buffer'`` or ``'cpu'``.
+
+        ``'gpu-buffer'`` only when the session was created with
+        ``preferred_output_location`` asking for it *and* runs on WebGPU; a session
+        that fell back to wasm returns CPU ``OrtValue``s for those outputs instead.
+        """
+        return "gpu-buffer" if self._provider == "webgpu" and self._wants_gpu(name) else "cpu"
 
     # -- metadata ---------------------------------------------------------------
 
@@ -185,34 +258,151 @@ class InferenceSession:
         output_names: Sequence[str] | None,
         input_feed: Any,
         run_options: RunOptions | None = None,
-    ) -> list[np.ndarray]:
+    ) -> list[Any]:
         """Run the model: ``await sess.run_async(None, {"x": array})``.
+
+        Feeds are numpy arrays or :class:`OrtValue`s (a WebGPU value is fed without a
+        copy through the CPU).
 
         Returns
         -------
-        list of numpy.ndarray
-            One per name in ``output_names`` (all outputs when None), in that order.
+        list of numpy.ndarray or OrtValue
+            One per name in ``output_names`` (all outputs when None), in that order:
+            numpy arrays, or OrtValues for outputs the session keeps on the GPU
+            (``preferred_output_location``).
         """
+        self._check_open()
+        names = check_output_names(self._outputs, output_names)
+        outputs = await self._execute(input_feed, [(n, None) for n in names], run_options)
+        results: list[Any] = []
+        for name, out in zip(names, outputs, strict=True):
+            if isinstance(out, _bridge.GpuOutput):
+                results.append(OrtValue._from_output(out))
+            elif self._wants_gpu(name):
+                # Asked for the GPU but ran on wasm: same type back, on the CPU.
+                results.append(OrtValue.ortvalue_from_numpy(out))
+            else:
+                results.append(out)
+        return results
+
+    async def _execute(
+        self,
+        input_feed: Any,
+        fetches: list[tuple[str, int | None]],
+        run_options: RunOptions | None,
+    ) -> list[np.ndarray | _bridge.GpuOutput]:
+        """Validate, convert and run; re-create the session if ORT fails under IO binding."""
         handle = self._check_open()
         if run_options is not None and not isinstance(run_options, RunOptions):
             raise InvalidArgument(
                 f"run_options: expected ortweb.RunOptions or None, got {type(run_options).__name__}"
             )
-        names = check_output_names(self._outputs, output_names)
-        feeds = [
-            (arg.name, to_wire(array, dtype))
-            for arg, dtype, array in check_feeds(self._inputs, input_feed)
-        ]
-        return await _bridge.run_session(
-            handle, feeds, names, None if run_options is None else run_options.to_ort()
+        feeds: list[_bridge.Feed] = []
+        on_gpu = any(h is not None for _, h in fetches) or any(
+            self.output_location(n) == "gpu-buffer" for n, _ in fetches
         )
+        for arg, dtype, value in check_feeds(self._inputs, input_feed):
+            if isinstance(value, OrtValue) and value.handle is not None:
+                feeds.append((arg.name, value.handle))
+                on_gpu = True
+            else:
+                array = value.numpy() if isinstance(value, OrtValue) else value
+                feeds.append((arg.name, to_wire(array, dtype)))
+        options = None if run_options is None else run_options.to_ort()
+        try:
+            return await _bridge.run_session(handle, feeds, fetches, options)
+        except OrtWebError as exc:
+            if not on_gpu or exc.js_name in _OWN_CHECKS:
+                raise
+            # ORT-web keeps stale IO bindings after an error, so every later run on
+            # this session would fail or hang: start afresh from the model bytes.
+            await self._recreate()
+            raise type(exc)(
+                f"{exc.message} (ortweb re-created the session from its model bytes, "
+                "so the next run works)", code=exc.code, js_name=exc.js_name,
+            ) from exc
+
+    async def _recreate(self) -> None:
+        info = await _bridge.create_session(
+            self._model_bytes, [self._provider], self._ort_options()
+        )
+        old = self._handle
+        self._adopt(int(info["handle"]))
+        if old is not None:
+            # The new session exists before the old one goes, so a device ORT
+            # shares between them is never released in between.
+            _bridge.release_later(old)
+
+    def io_binding(self) -> IOBinding:
+        """A new :class:`IOBinding` for :meth:`run_with_iobinding`."""
+        self._check_open()
+        return IOBinding(self)
+
+    async def run_with_iobinding_async(
+        self, iobinding: IOBinding, run_options: RunOptions | None = None
+    ) -> None:
+        """Run with the inputs and outputs bound in ``iobinding``.
+
+        Results are read with ``iobinding.get_outputs()`` (OrtValues, in the order the
+        outputs were bound) or ``iobinding.copy_outputs_to_cpu()``.
+        """
+        if not isinstance(iobinding, IOBinding) or iobinding._session is not self:
+            raise InvalidArgument("run_with_iobinding: expected an IOBinding of this session")
+        bound = dict(iobinding._outputs)
+        if not bound:
+            raise InvalidArgument("run_with_iobinding: no output is bound; use bind_output()")
+        fetches: list[tuple[str, int | None]] = []
+        for name, target in bound.items():
+            if isinstance(target, OrtValue):
+                if target.is_disposed:
+                    raise InvalidArgument(f"output {name!r}: the OrtValue bound was disposed")
+                # A pre-allocated CPU output comes back all zeros from ORT-web
+                # (upstream bug): let ORT allocate and copy into it afterwards.
+                fetches.append((name, target.handle))
+            else:
+                fetches.append((name, None))
+        outputs = await self._execute(iobinding._inputs, fetches, run_options)
+        results: list[OrtValue] = []
+        for (name, target), out in zip(bound.items(), outputs, strict=True):
+            if isinstance(target, OrtValue):
+                if target.handle is None:
+                    self._copy_into(name, target, out)
+                results.append(target)
+            elif isinstance(out, _bridge.GpuOutput):
+                if target == "cpu":
+                    out = await _bridge.read_value(out.handle, True)
+                    results.append(OrtValue.ortvalue_from_numpy(out))
+                else:
+                    results.append(OrtValue._from_output(out))
+            else:
+                results.append(OrtValue.ortvalue_from_numpy(out))
+        iobinding._results = results
+
+    @staticmethod
+    def _copy_into(name: str, target: OrtValue, out: Any) -> None:
+        array = target.numpy()
+        if isinstance(out, _bridge.GpuOutput):
+            raise InvalidArgument(f"output {name!r}: bound on the CPU but left on the GPU")
+        if array.shape != out.shape:
+            raise InvalidArgument(
+                f"output {name!r}: the run produced shape {list(out.shape)}, the OrtValue "
+                f"bound has {list(array.shape)}"
+            )
+        np.copyto(array, out)
+
+    def run_with_iobinding(
+        self, iobinding: IOBinding, run_options: RunOptions | None = None
+    ) -> None:
+        """Synchronous :meth:`run_with_iobinding_async`."""
+        self._check_open()
+        _bridge.block_on(self.run_with_iobinding_async(iobinding, run_options))
 
     def run(
         self,
         output_names: Sequence[str] | None,
         input_feed: Any,
         run_options: RunOptions | None = None,
-    ) -> list[np.ndarray]:
+    ) -> list[Any]:
         """Synchronous :meth:`run_async` (needs JSPI; see :class:`ortweb.SyncUnavailable`)."""
         self._check_open()
         return _bridge.block_on(self.run_async(output_names, input_feed, run_options))

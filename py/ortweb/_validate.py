@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _dtypes
 from ._metadata import NodeArg, format_shape
+from ._ortvalue import OrtValue
 from .errors import InvalidArgument
 
 __all__ = ["check_feeds", "check_output_names", "describe"]
@@ -98,8 +99,9 @@ def _check_strings(arg: NodeArg, array: np.ndarray) -> None:
             )
 
 
-def _check_shape(arg: NodeArg, array: np.ndarray, symbols: dict[str, tuple[int, str]]) -> None:
-    got = tuple(int(d) for d in array.shape)
+def _check_shape(
+    arg: NodeArg, got: tuple[int, ...], symbols: dict[str, tuple[int, str]]
+) -> None:
     if len(got) != len(arg.shape):
         raise InvalidArgument(
             f"input {arg.name!r}: expected rank {len(arg.shape)} "
@@ -123,20 +125,27 @@ def _check_shape(arg: NodeArg, array: np.ndarray, symbols: dict[str, tuple[int, 
                 )
 
 
+def _check_value(arg: NodeArg, value: OrtValue) -> _dtypes.DType:
+    if value.is_disposed:
+        raise InvalidArgument(f"input {arg.name!r}: the OrtValue fed was disposed")
+    if value.data_type() != arg.type:
+        raise InvalidArgument(
+            f"input {arg.name!r}: expected {arg.type}, got an OrtValue of {value.data_type()}"
+        )
+    return _dtypes.by_onnx(arg.type)
+
+
 def check_feeds(
-    inputs: Sequence[NodeArg], feeds: Any, *, extra: Mapping[str, Any] | None = None
-) -> list[tuple[NodeArg, _dtypes.DType, Any]]:
+    inputs: Sequence[NodeArg], feeds: Any
+) -> list[tuple[NodeArg, _dtypes.DType, np.ndarray | OrtValue]]:
     """Validate ``feeds`` and return ``(arg, dtype, value)`` in the model's input order.
 
     Parameters
     ----------
     inputs : sequence of NodeArg
         The model's inputs.
-    feeds : mapping of str to array-like
+    feeds : mapping of str to numpy.ndarray or OrtValue
         What the user passed as ``input_feed``.
-    extra : mapping, optional
-        Values already accepted by another path (e.g. OrtValues), keyed by name;
-        they are checked for names only.
 
     Raises
     ------
@@ -161,15 +170,17 @@ def check_feeds(
             "missing input(s): " + ", ".join(describe(a) for a in missing)
         )
     symbols: dict[str, tuple[int, str]] = {}
-    checked = []
+    checked: list[tuple[NodeArg, _dtypes.DType, np.ndarray | OrtValue]] = []
     for arg in inputs:
         value = feeds[arg.name]
-        if extra is not None and arg.name in extra:
-            checked.append((arg, _dtypes.by_onnx(arg.type), value))
+        if isinstance(value, OrtValue):
+            dtype = _check_value(arg, value)
+            _check_shape(arg, tuple(value.shape()), symbols)
+            checked.append((arg, dtype, value))
             continue
         array = _as_array(arg, value)
         dtype = _check_dtype(arg, array)
-        _check_shape(arg, array, symbols)
+        _check_shape(arg, tuple(int(d) for d in array.shape), symbols)
         checked.append((arg, dtype, array))
     return checked
 

@@ -1,0 +1,315 @@
+"""``OrtValue``: a tensor on the CPU or in a WebGPU buffer, as onnxruntime's.
+
+Who releases what (onnxruntime-web's rules, kept):
+
+- a value made by :meth:`OrtValue.from_gpu_buffer` wraps the *user's* GPUBuffer:
+  ortweb never destroys it; ``dispose()`` only forgets it;
+- a value made by :meth:`OrtValue.ortvalue_from_numpy` / ``ortvalue_from_shape_and_type``
+  on ``'webgpu'`` owns a buffer ortweb created: ``dispose()`` destroys it;
+- an output a session left on the GPU (``preferred_output_location``) belongs to ORT
+  until you ``dispose()`` it or read it with ``get_data(release=True)``.
+
+A GPU value that is garbage-collected without being disposed is disposed by a
+finalizer, and counted in :func:`live_handles` as ``finalized``, so tests can
+catch forgotten ones.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _bridge, _dtypes
+from ._convert import to_wire
+from .errors import InvalidArgument
+
+__all__ = ["OrtValue", "live_cpu_values", "resolve_element_type"]
+
+_CPU_VALUES: weakref.WeakSet[OrtValue] = weakref.WeakSet()
+
+_DEVICES = {"cpu": "cpu", "webgpu": "webgpu", "gpu": "webgpu", "gpu-buffer": "webgpu"}
+
+
+def _device(device_type: Any) -> str:
+    found = _DEVICES.get(str(device_type).lower()) if isinstance(device_type, str) else None
+    if found is None:
+        raise InvalidArgument(f"device_type: expected 'cpu' or 'webgpu', got {device_type!r}")
+    return found
+
+
+def resolve_element_type(element_type: Any) -> _dtypes.DType:
+    """numpy dtype, ``'tensor(float)'`` or ``'float32'`` → DType."""
+    if isinstance(element_type, str):
+        try:
+            return _dtypes.by_onnx(element_type)
+        except KeyError:
+            pass
+    try:
+        found = _dtypes.by_numpy(np.dtype(element_type))
+    except TypeError:
+        found = None
+    if found is None:
+        raise InvalidArgument(
+            f"element_type: expected a numpy dtype or a type such as 'tensor(float)', "
+            f"got {element_type!r}"
+        )
+    return found
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(d) for d in shape)
+    except TypeError:
+        raise InvalidArgument(f"shape: expected a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise InvalidArgument(f"shape: dimensions must be non-negative, got {list(dims)}")
+    return dims
+
+
+class OrtValue:
+    """A tensor on the CPU (a numpy array) or in a WebGPU buffer.
+
+    Create with :meth:`ortvalue_from_numpy`, :meth:`ortvalue_from_shape_and_type` or
+    :meth:`from_gpu_buffer`; sessions return them for outputs kept on the GPU.
+    """
+
+    _handle: int | None
+    _array: np.ndarray | None
+    _dtype: _dtypes.DType
+    _dims: tuple[int, ...]
+    _owner: str
+    _disposed: bool
+    _finalizer: weakref.finalize | None
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "use OrtValue.ortvalue_from_numpy(), ortvalue_from_shape_and_type() or "
+            "from_gpu_buffer()"
+        )
+
+    @classmethod
+    def _make(
+        cls, dtype: _dtypes.DType, dims: Sequence[int], *, array: np.ndarray | None = None,
+        handle: int | None = None, owner: str = "",
+    ) -> OrtValue:
+        self = cls.__new__(cls)
+        self._dtype = dtype
+        self._dims = tuple(int(d) for d in dims)
+        self._array = array
+        self._handle = handle
+        self._owner = owner
+        self._disposed = False
+        if handle is None:
+            _CPU_VALUES.add(self)
+            self._finalizer = None
+        else:
+            self._finalizer = weakref.finalize(self, _bridge.dispose_value, handle, True)
+        return self
+
+    # -- construction ---------------------------------------------------------------
+
+    @classmethod
+    async def ortvalue_from_numpy_async(
+        cls, array: Any, device_type: str = "cpu", device_id: int = 0
+    ) -> OrtValue:
+        """Async :meth:`ortvalue_from_numpy` (the upload to WebGPU is asynchronous)."""
+        if not isinstance(array, np.ndarray | np.generic):
+            raise InvalidArgument(
+                f"ortvalue_from_numpy: expected a numpy.ndarray, got {type(array).__name__}"
+            )
+        array = np.asarray(array)
+        dtype = _dtypes.by_numpy(array.dtype)
+        if dtype is None:
+            raise InvalidArgument(f"ortvalue_from_numpy: unsupported dtype {array.dtype}")
+        if _device(device_type) == "cpu":
+            return cls._make(dtype, array.shape, array=array, owner="cpu")
+        if not dtype.gpu:
+            raise InvalidArgument(
+                f"ortvalue_from_numpy: {dtype.onnx} cannot live in a WebGPU buffer "
+                "(onnxruntime-web takes float32, float16, int32, int64, uint32, uint8, bool)"
+            )
+        handle = await _bridge.upload_value(to_wire(array, dtype))
+        return cls._make(dtype, array.shape, handle=handle, owner="ortweb")
+
+    @classmethod
+    def ortvalue_from_numpy(
+        cls, array: Any, device_type: str = "cpu", device_id: int = 0
+    ) -> OrtValue:
+        """A value holding ``array``: on the CPU, or copied into a new WebGPU buffer.
+
+        ``device_type='webgpu'`` uploads to the device ORT's WebGPU sessions use
+        (blocks through JSPI; in async code use :meth:`ortvalue_from_numpy_async`).
+        """
+        if _device(device_type) == "cpu":
+            if not isinstance(array, np.ndarray | np.generic):
+                raise InvalidArgument(
+                    f"ortvalue_from_numpy: expected a numpy.ndarray, got {type(array).__name__}"
+                )
+            array = np.asarray(array)
+            dtype = _dtypes.by_numpy(array.dtype)
+            if dtype is None:
+                raise InvalidArgument(f"ortvalue_from_numpy: unsupported dtype {array.dtype}")
+            return cls._make(dtype, array.shape, array=array, owner="cpu")
+        return _bridge.block_on(cls.ortvalue_from_numpy_async(array, device_type, device_id))
+
+    @classmethod
+    async def ortvalue_from_shape_and_type_async(
+        cls, shape: Sequence[int], element_type: Any = np.float32, device_type: str = "cpu",
+        device_id: int = 0,
+    ) -> OrtValue:
+        """Async :meth:`ortvalue_from_shape_and_type`."""
+        dtype = resolve_element_type(element_type)
+        zeros = np.zeros(_shape(shape), dtype=dtype.numpy)
+        return await cls.ortvalue_from_numpy_async(zeros, device_type)
+
+    @classmethod
+    def ortvalue_from_shape_and_type(
+        cls, shape: Sequence[int], element_type: Any = np.float32, device_type: str = "cpu",
+        device_id: int = 0,
+    ) -> OrtValue:
+        """A zero-filled value, e.g. a pre-allocated output on ``'webgpu'``."""
+        dtype = resolve_element_type(element_type)
+        zeros = np.zeros(_shape(shape), dtype=dtype.numpy)
+        return cls.ortvalue_from_numpy(zeros, device_type)
+
+    @classmethod
+    def from_gpu_buffer(cls, buffer: Any, element_type: Any, shape: Sequence[int]) -> OrtValue:
+        """Wrap a user's ``GPUBuffer`` (never destroyed by ortweb).
+
+        The buffer must be on the device of :func:`ortweb.webgpu_device` and have
+        STORAGE usage (COPY_SRC too, to read it back with :meth:`numpy`). Its usage
+        and size are checked now; its device and whether it was destroyed, before
+        each run that uses it.
+        """
+        dtype = resolve_element_type(element_type)
+        dims = _shape(shape)
+        if not dtype.gpu:
+            raise InvalidArgument(
+                f"from_gpu_buffer: {dtype.onnx} cannot live in a WebGPU buffer "
+                "(onnxruntime-web takes float32, float16, int32, int64, uint32, uint8, bool)"
+            )
+        handle = _bridge.value_from_gpu_buffer(buffer, dtype, dims)
+        return cls._make(dtype, dims, handle=handle, owner="user")
+
+    @classmethod
+    def _from_output(cls, output: _bridge.GpuOutput) -> OrtValue:
+        return cls._make(output.dtype, output.dims, handle=output.handle, owner="ort")
+
+    # -- properties -------------------------------------------------------------------
+
+    def _check(self) -> None:
+        if self._disposed:
+            raise InvalidArgument(
+                f"this OrtValue ({self._dtype.onnx} {list(self._dims)}) was disposed; "
+                "it cannot be read or fed any more"
+            )
+
+    def shape(self) -> list[int]:
+        """The tensor's dimensions."""
+        return list(self._dims)
+
+    def data_type(self) -> str:
+        """``'tensor(float)'``, ``'tensor(int64)'``, ..."""
+        return self._dtype.onnx
+
+    def element_type(self) -> np.dtype:
+        """The numpy dtype of the elements."""
+        return self._dtype.numpy
+
+    def device_name(self) -> str:
+        """``'cpu'`` or ``'webgpu'``."""
+        return "cpu" if self._handle is None else "webgpu"
+
+    def is_tensor(self) -> bool:
+        return True
+
+    def has_value(self) -> bool:
+        return not self._disposed
+
+    @property
+    def location(self) -> str:
+        """``'cpu'`` or ``'gpu-buffer'`` (onnxruntime-web's names)."""
+        return "cpu" if self._handle is None else "gpu-buffer"
+
+    @property
+    def is_disposed(self) -> bool:
+        return self._disposed
+
+    @property
+    def owner(self) -> str:
+        """Who releases the memory: ``'cpu'``, ``'ort'``, ``'ortweb'`` or ``'user'``."""
+        return self._owner
+
+    @property
+    def gpu_buffer(self) -> Any:
+        """The JavaScript ``GPUBuffer`` holding the data (GPU values only)."""
+        self._check()
+        if self._handle is None:
+            raise InvalidArgument("gpu_buffer: this OrtValue is on the CPU")
+        return _bridge.value_gpu_buffer(self._handle)
+
+    @property
+    def handle(self) -> int | None:
+        """The bridge's handle of a GPU value (None on the CPU)."""
+        return self._handle
+
+    # -- data -------------------------------------------------------------------------
+
+    async def get_data(self, release: bool = False) -> np.ndarray:
+        """Copy the data to a numpy array (downloading from the GPU).
+
+        ``release=True`` disposes the value after reading (ORT-web's
+        ``getData(true)``).
+        """
+        self._check()
+        if self._handle is None:
+            assert self._array is not None
+            data = self._array
+            if release:
+                self.dispose()
+            return data
+        handle = self._handle
+        if release:
+            self._mark_disposed()
+        return await _bridge.read_value(handle, release)
+
+    def numpy(self) -> np.ndarray:
+        """The data as a numpy array (a GPU value is downloaded; blocks through JSPI)."""
+        self._check()
+        if self._handle is None:
+            assert self._array is not None
+            return self._array
+        return _bridge.block_on(self.get_data())
+
+    def _mark_disposed(self) -> None:
+        self._disposed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+
+    def dispose(self) -> None:
+        """Release the data now (see the module docstring for who owns what); safe twice."""
+        if self._disposed:
+            return
+        self._mark_disposed()
+        if self._handle is not None:
+            _bridge.dispose_value(self._handle)
+        self._array = None
+
+    def __enter__(self) -> OrtValue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()
+
+    def __repr__(self) -> str:
+        state = " disposed" if self._disposed else ""
+        return (f"<ortweb.OrtValue {self._dtype.onnx} {list(self._dims)} "
+                f"on {self.location} owner={self._owner}{state}>")
+
+
+def live_cpu_values() -> int:
+    """CPU OrtValues alive and not disposed."""
+    return sum(1 for v in _CPU_VALUES if not v.is_disposed)
