@@ -272,7 +272,7 @@ def write_manifest() -> None:
 
 def check() -> None:
     """ruff, mypy and a syntax check of every JS module."""
-    run([str(venv_bin("ruff")), "check", "py", "tests", "build.py"], cwd=ROOT)
+    run([str(venv_bin("ruff")), "check", "py", "tests", "docs", "build.py"], cwd=ROOT)
     run([str(venv_bin("mypy"))], cwd=ROOT)
     node = shutil.which("node")
     js_files = sorted([*ROOT.glob("bridge_js/*.js"), *ROOT.glob("web/**/*.js")])
