@@ -10,12 +10,14 @@
 
 import { enveloped, fail, ok } from './errors.js';
 import { trackDestroyedBuffers } from './gpu.js';
+import { installConsoleTap } from './placement.js';
 import { pageQueue } from './queue.js';
-import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu } from './runtime.js';
+import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu, runtimeInfo } from './runtime.js';
 import {
   createSession, liveSessions, readGpuValue, releaseSession, runSession, sessionInfo, uploadValue, webgpuDevice,
 } from './sessions.js';
 import { allocate } from './tensors.js';
+import { deleteChoice, getChoice, persistent, putChoice } from './store.js';
 import { disposeValue, getValue, valueFromUserBuffer, valueStats } from './values.js';
 
 export const BRIDGE_VERSION = '0.1.0';
@@ -51,6 +53,7 @@ export function createBridge(options = {}) {
       return { ...config, defaultProviders: bridge.defaultProviders };
     },
     allocate,
+    settings: () => ({ ...config, defaultProviders: bridge.defaultProviders }),
     probeWebGpu: () => enveloped(probeWebGpu),
     /** @param {string} build */
     versions: (build) => enveloped(async () => {
@@ -94,6 +97,14 @@ export function createBridge(options = {}) {
       }
     },
     webgpuDevice: () => enveloped(webgpuDevice),
+    runtimeInfo: () => enveloped(runtimeInfo),
+    /** @param {string} key */
+    getChoice: (key) => enveloped(() => getChoice(key)),
+    /** @param {string} key @param {any} value */
+    putChoice: (key, value) => enveloped(() => putChoice(key, value)),
+    /** @param {string} key */
+    deleteChoice: (key) => enveloped(() => deleteChoice(key)),
+    choicesPersist: persistent,
     /** @param {number} handle */
     release: (handle) => enveloped(() => releaseSession(handle)),
     /** @param {number} handle */
@@ -119,6 +130,7 @@ export function createBridge(options = {}) {
  */
 export function installBridge(options = {}) {
   trackDestroyedBuffers();
+  installConsoleTap();
   const bridge = createBridge(options);
   bridge.configure(options);
   /** @type {any} */ (globalThis).ortwebBridge = bridge;

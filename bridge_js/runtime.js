@@ -118,3 +118,41 @@ export function probeWebGpu() {
   }
   return gpuProbe;
 }
+
+/** A tiny module using SIMD instructions (from wasm-feature-detect). */
+const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+
+/**
+ * What this page's runtime is: versions, builds, threads, isolation, WebGPU.
+ * Thread counts are ORT's own after it initialised (it drops to 1 without
+ * cross-origin isolation).
+ */
+export async function runtimeInfo() {
+  const gpu = await probeWebGpu();
+  /** @type {Object<string, any>} */
+  const builds = {};
+  for (const [name, promise] of loaded) {
+    try {
+      const ort = await promise;
+      builds[name] = {
+        version: ort.env.versions?.web ?? null,
+        numThreads: ort.env.wasm.numThreads ?? null,
+        module: BUILDS[name].module,
+        wasm: BUILDS[name].wasm,
+      };
+    } catch (err) {
+      builds[name] = { error: String(err) };
+    }
+  }
+  return {
+    crossOriginIsolated: Boolean(/** @type {any} */ (globalThis).crossOriginIsolated),
+    sharedArrayBuffer: typeof SharedArrayBuffer !== 'undefined',
+    hardwareConcurrency: globalThis.navigator?.hardwareConcurrency ?? null,
+    simd: WebAssembly.validate(SIMD_PROBE),
+    inWorker: typeof (/** @type {any} */ (globalThis).document) === 'undefined',
+    webgpuBuild: config.webgpuBuild,
+    requestedThreads: config.numThreads,
+    webgpu: gpu,
+    builds,
+  };
+}

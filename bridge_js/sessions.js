@@ -9,6 +9,7 @@
 
 import { BridgeError } from './errors.js';
 import { checkBuffer, downloadBuffer, ortwebDevice, uploadBuffer, writeBuffer } from './gpu.js';
+import { captureConsole, parsePlacement } from './placement.js';
 import { pageQueue } from './queue.js';
 import { buildFor, config, loadBuild, probeWebGpu } from './runtime.js';
 import { bytesOf, decodeTensor, makeTensor, viewAs } from './tensors.js';
@@ -21,6 +22,7 @@ import { byteLength, getValue, readValue, registerValue } from './values.js';
  * @property {string} provider  'wasm' or 'webgpu'
  * @property {string} build     key of runtime.BUILDS
  * @property {any} device       the GPUDevice ORT runs on (null for wasm)
+ * @property {number} logLevel  the severity runs log at (the user's, not the capture's)
  */
 
 /** @type {Map<number, SessionEntry>} */
@@ -70,6 +72,20 @@ async function typeReason(provider, session) {
   return '';
 }
 
+const SEVERITY = /** @type {Object<string, number>} */ ({ V: 0, I: 1, W: 2, E: 3, F: 4 });
+
+/**
+ * Print the captured log lines the user's severity level asks for.
+ * @param {string[]} lines
+ * @param {number} level
+ */
+function replayLog(lines, level) {
+  for (const line of lines) {
+    const found = /\[([VIWEF]):onnxruntime/.exec(line);
+    if (found && SEVERITY[found[1]] >= level) console.warn(line);
+  }
+}
+
 /**
  * The ORT `executionProviders` entry for `provider` and the device it will use.
  * @param {string} provider
@@ -96,14 +112,14 @@ async function providerEntry(provider, build) {
  */
 export function createSession(bytes, providers, options) {
   return pageQueue.run(async () => {
-    /** @type {{provider: string, reason: string}[]} */
+    /** @type {{provider: string, reason: string, kind: string}[]} */
     const skipped = [];
     /** @type {unknown} */
     let lastError = null;
     for (const provider of providers) {
       const reason = await skipReason(provider);
       if (reason) {
-        skipped.push({ provider, reason });
+        skipped.push({ provider, reason, kind: 'skipped' });
         continue;
       }
       const build = buildFor(provider);
@@ -113,28 +129,41 @@ export function createSession(bytes, providers, options) {
         let { ep, device } = await providerEntry(provider, build);
         const opts = { ...options, executionProviders: [ep] };
         if (provider !== 'webgpu') delete opts.preferredOutputLocation;
-        // ORT may detach or keep the buffer it is given: hand it a copy of its own.
-        session = await ort.InferenceSession.create(bytes.slice(), opts);
+        const logLevel = opts.logSeverityLevel ?? 2;
+        /** @type {Object<string, string[]>|null} */
+        let placement = null;
+        if (provider === 'webgpu') {
+          // ORT says which nodes it put on the CPU only in its verbose log.
+          const verbose = { ...opts, logSeverityLevel: 0, logVerbosityLevel: 0 };
+          // ORT may detach or keep the buffer it is given: hand it a copy of its own.
+          const { value, lines } = await captureConsole(() => ort.InferenceSession.create(bytes.slice(), verbose));
+          session = value;
+          placement = parsePlacement(lines);
+          replayLog(lines, logLevel);
+        } else {
+          session = await ort.InferenceSession.create(bytes.slice(), opts);
+        }
         const typeProblem = await typeReason(provider, session);
         if (typeProblem) {
           await session.release();
-          skipped.push({ provider, reason: typeProblem });
+          skipped.push({ provider, reason: typeProblem, kind: 'skipped' });
           continue;
         }
         if (provider === 'webgpu' && !device) device = await ort.env.webgpu.device;
         const handle = nextHandle++;
-        sessions.set(handle, { session, ort, provider, build, device });
+        sessions.set(handle, { session, ort, provider, build, device, logLevel });
         return {
           handle,
           provider,
           build,
           skipped,
+          placement,
           inputs: session.inputMetadata.map(describeValue),
           outputs: session.outputMetadata.map(describeValue),
         };
       } catch (err) {
         lastError = err;
-        skipped.push({ provider, reason: err instanceof Error ? err.message : String(err) });
+        skipped.push({ provider, reason: err instanceof Error ? err.message : String(err), kind: 'failed' });
       }
     }
     const reasons = Object.fromEntries(skipped.map((s) => [s.provider, s.reason]));
@@ -231,7 +260,9 @@ export function runSession(handle, feeds, fetches, runOptions = null) {
         fetchArg[f.name] = s.ort.Tensor.fromGpuBuffer(target.buffer, { dataType: target.type, dims: target.dims });
       }
     }
-    const results = await s.session.run(feedMap, fetchArg, runOptions ?? undefined);
+    // Sessions created with the verbose log (placement capture) run at the user's level.
+    const options = { logSeverityLevel: s.logLevel, ...(runOptions ?? {}) };
+    const results = await s.session.run(feedMap, fetchArg, options);
     const outputs = [];
     for (const f of fetches) {
       const tensor = results[f.name];

@@ -21,11 +21,16 @@ from ._iobinding import IOBinding
 from ._metadata import NodeArg
 from ._options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
 from ._ortvalue import OrtValue
+from ._policy import ProviderPolicy
+from ._report import ProviderAttempt, ProviderReport
 from ._runtime import (
     get_available_providers,
     get_available_providers_async,
     live_handles,
+    runtime_info,
+    runtime_info_async,
     set_default_providers,
+    set_num_threads,
     webgpu_device,
     webgpu_device_async,
 )
@@ -58,6 +63,9 @@ __all__ = [
     "OrtRuntimeError",
     "OrtValue",
     "OrtWebError",
+    "ProviderAttempt",
+    "ProviderPolicy",
+    "ProviderReport",
     "ProviderUnavailable",
     "RunOptions",
     "SessionClosed",
@@ -68,7 +76,10 @@ __all__ = [
     "get_available_providers",
     "get_available_providers_async",
     "live_handles",
+    "runtime_info",
+    "runtime_info_async",
     "set_default_providers",
+    "set_num_threads",
     "webgpu_device",
     "webgpu_device_async",
 ]

@@ -6,10 +6,16 @@ Pyodide, and any call that needs the browser there raises a clear error.
 
 Every bridge call resolves to an envelope (``{ok, value}`` / ``{ok: false, error}``),
 translated here, once, by :func:`ortweb.errors.from_envelope`.
+
+Where no page installed the bridge (a JupyterLite kernel runs Python in a Web Worker
+that ortweb's page code never touches), this module imports it itself from the URL
+given by ``globalThis.ortwebConfig.bridgeURL`` or the ``ORTWEB_BRIDGE_URL``
+environment variable: see :func:`ensure_bridge`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -24,8 +30,10 @@ from .errors import OrtWebError, SyncUnavailable, from_envelope
 __all__ = [
     "IN_BROWSER",
     "block_on",
+    "bridge_url",
     "call",
     "create_session",
+    "ensure_bridge",
     "fetch_bytes",
     "get_bridge",
     "release_session",
@@ -38,6 +46,7 @@ IN_BROWSER = sys.platform == "emscripten"
 
 if IN_BROWSER:  # pragma: no cover - exercised by the browser tests
     import js
+    from pyodide.code import run_js
     from pyodide.ffi import JsProxy, to_js
 
     try:
@@ -47,6 +56,7 @@ if IN_BROWSER:  # pragma: no cover - exercised by the browser tests
         run_sync = None
 else:
     js = None
+    run_js = None
     JsProxy = object
     to_js = None
     can_run_sync = None
@@ -61,18 +71,96 @@ _SYNC_HINT = (
 )
 
 
+#: Environment variable naming the URL of ``bridge_js/index.js`` for Pythons that no
+#: page set up (``ortweb lite`` sets it through Pyodide's ``env`` option).
+BRIDGE_URL_ENV = "ORTWEB_BRIDGE_URL"
+
+# `import()` is syntax, not a function, so Python can only reach it through a tiny JS
+# function. The bridge is installed in JS as soon as the module arrives, so it is ready
+# even if Python never awaits this; the no-op catch keeps an unused failure from being
+# reported as an unhandled rejection (awaiting the promise still raises it).
+_LOADER_JS = """(url) => {
+  const p = import(url).then((m) => globalThis.ortwebBridge ?? m.installBridge());
+  p.catch(() => {});
+  return p;
+}"""
+_loading: Any = None  # the JS promise of the bridge being imported, shared by all callers
+
+
+def bridge_url() -> str | None:
+    """The absolute URL to import the bridge from when none is installed, or None.
+
+    ``globalThis.ortwebConfig.bridgeURL`` wins over ``$ORTWEB_BRIDGE_URL``; a relative
+    URL is resolved against ``location.href``, which in a Web Worker is the URL of the
+    worker's script, not of the page.
+    """
+    if not IN_BROWSER:
+        return None
+    config = getattr(js.globalThis, "ortwebConfig", None)
+    url = getattr(config, "bridgeURL", None) if config is not None else None
+    url = url or os.environ.get(BRIDGE_URL_ENV)
+    if not url:
+        return None
+    return str(js.URL.new(str(url), js.location.href).href)
+
+
+def _start_loading() -> Any:
+    global _loading
+    url = bridge_url()
+    if _loading is None and url is not None:
+        _loading = run_js(_LOADER_JS)(url)
+    return _loading
+
+
+async def ensure_bridge() -> Any:
+    """The bridge, imported from :func:`bridge_url` and installed first if needed.
+
+    Raises
+    ------
+    OrtWebError
+        Outside a browser, when no bridge is installed and no URL is configured, or
+        when the import fails (the next call tries again).
+    """
+    global _loading
+    if not IN_BROWSER or getattr(js.globalThis, "ortwebBridge", None) is not None:
+        return get_bridge()
+    loading = _start_loading()
+    if loading is None:
+        return get_bridge()  # nothing configured: says how to install the bridge
+    try:
+        bridge = await loading
+    except Exception as exc:
+        _loading = None
+        raise OrtWebError(f"cannot import the ortweb bridge from {bridge_url()}: {exc}") from None
+    if bridge is None:
+        raise OrtWebError(f"{bridge_url()} did not install the ortweb bridge")
+    return bridge
+
+
 def get_bridge() -> Any:
-    """The page's ``ortwebBridge`` object, or a clear error when there is none."""
+    """The page's ``ortwebBridge`` object, or a clear error when there is none.
+
+    When the bridge is not installed but a URL is configured (see :func:`bridge_url`),
+    it is imported first, waiting synchronously through JSPI.
+    """
     if not IN_BROWSER:
         raise OrtWebError(
             "ortweb's runtime runs inside Pyodide in a browser; on the host use "
             "`ortweb run` / `ortweb exec`, or onnxruntime itself"
         )
     bridge = getattr(js.globalThis, "ortwebBridge", None)
+    if bridge is None and bridge_url() is not None:
+        if run_sync is None or (can_run_sync is not None and not can_run_sync()):
+            raise OrtWebError(
+                f"the ortweb bridge is still loading from {bridge_url()} and Python cannot "
+                "wait for it here: run `await ortweb._bridge.ensure_bridge()` first"
+            )
+        return block_on(ensure_bridge())
     if bridge is None:
         raise OrtWebError(
             "the ortweb bridge is not loaded in this page: import "
-            "bridge_js/index.js and call installBridge() before importing ortweb"
+            "bridge_js/index.js and call installBridge() before importing ortweb, or set "
+            f"globalThis.ortwebConfig.bridgeURL or ${BRIDGE_URL_ENV} to its URL"
         )
     return bridge
 
@@ -102,7 +190,7 @@ def _js(value: Any) -> Any:
 
 async def call(method: str, *args: Any, context: str = "") -> Any:
     """Await ``bridge[method](*args)`` and unwrap its envelope."""
-    envelope = await getattr(get_bridge(), method)(*args)
+    envelope = await getattr(await ensure_bridge(), method)(*args)
     if not envelope.ok:
         err = envelope.error.to_py()
         exc = from_envelope(err, context)
@@ -272,3 +360,9 @@ def default_providers() -> list[str] | None:
 def stats() -> dict[str, Any]:
     """Counts kept by the bridge (live sessions, queued calls, loaded builds)."""
     return get_bridge().stats().to_py()  # type: ignore[no-any-return]
+
+
+if IN_BROWSER and getattr(js.globalThis, "ortwebBridge", None) is None:  # pragma: no cover
+    # Start importing the bridge at `import ortweb`, so that in a notebook it is
+    # installed by the time the next cell runs and nothing has to block on it.
+    _start_loading()

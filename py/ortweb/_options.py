@@ -64,6 +64,10 @@ class SessionOptions:
     enable_mem_pattern : bool
     enable_cpu_mem_arena : bool
     execution_mode : ExecutionMode
+    intra_op_num_threads : int
+        wasm threads; 0 keeps onnxruntime-web's default. onnxruntime-web has one
+        thread count per page, fixed when its runtime starts: this is the same as
+        :func:`ortweb.set_num_threads`, and needs a cross-origin-isolated page.
     """
 
     def __init__(self) -> None:
@@ -73,6 +77,7 @@ class SessionOptions:
         self.enable_mem_pattern = False
         self.enable_cpu_mem_arena = False
         self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.intra_op_num_threads = 0
         self._free_dims: dict[str, int] = {}
 
     def add_free_dimension_override_by_name(self, dim_name: str, dim_value: int) -> None:

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from . import _bridge
 from ._ortvalue import live_cpu_values
 from ._providers import normalize_providers
+from .errors import InvalidArgument
 
 __all__ = [
     "get_available_providers",
     "get_available_providers_async",
     "live_handles",
+    "runtime_info",
+    "runtime_info_async",
     "set_default_providers",
+    "set_num_threads",
     "webgpu_device",
     "webgpu_device_async",
 ]
@@ -78,3 +83,82 @@ async def webgpu_device_async() -> Any:
 def webgpu_device() -> Any:
     """Synchronous :func:`webgpu_device_async`."""
     return _bridge.block_on(webgpu_device_async())
+
+
+_warned_isolation = False
+
+
+def set_num_threads(n: int) -> int:
+    """Ask onnxruntime-web for ``n`` wasm threads (``env.wasm.numThreads``).
+
+    ORT-web has one thread count per page, read when each of its runtimes starts,
+    so this applies to runtimes not loaded yet. Threads need a cross-origin-isolated
+    page (COOP: same-origin and COEP: require-corp headers); without isolation ORT
+    silently runs one thread, so ortweb warns once with the fix.
+
+    Returns
+    -------
+    int
+        The thread count that will actually be used by runtimes loaded from now on.
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise InvalidArgument(f"set_num_threads: expected a non-negative int, got {n!r}")
+    global _warned_isolation
+    bridge = _bridge.get_bridge()
+    bridge.configure(_bridge._js({"numThreads": n or None}))
+    isolated = bool(getattr(_bridge.js.globalThis, "crossOriginIsolated", False))
+    if n > 1 and not isolated:
+        if not _warned_isolation:
+            _warned_isolation = True
+            warnings.warn(
+                f"ortweb: {n} wasm threads were asked for, but this page is not "
+                "cross-origin isolated, so onnxruntime-web runs 1 thread. Serve the page "
+                "with the headers 'Cross-Origin-Opener-Policy: same-origin' and "
+                "'Cross-Origin-Embedder-Policy: require-corp' (`ortweb serve` does), or "
+                "use the coi-serviceworker fallback on hosts that cannot send headers",
+                RuntimeWarning, stacklevel=2,
+            )
+        return 1
+    loaded = list(bridge.stats().builds)
+    if loaded:
+        warnings.warn(
+            f"ortweb: onnxruntime-web runtimes already started ({', '.join(loaded)}) keep "
+            "their thread count; the new count applies to runtimes loaded later",
+            RuntimeWarning, stacklevel=2,
+        )
+    return n
+
+
+async def runtime_info_async() -> dict[str, Any]:
+    """What this page's runtime is.
+
+    Returns
+    -------
+    dict
+        ``ortweb`` version; ``onnxruntime_web`` version; ``webgpu_build`` (``'native'``
+        or ``'jsep'``, a setting); ``builds`` loaded, each with its version and the
+        wasm thread count ORT actually uses; ``webgpu`` (available, reason, adapter
+        info, features such as ``shader-f16``); ``cross_origin_isolated``;
+        ``simd``; ``requested_threads``; ``hardware_concurrency``; ``in_worker``.
+    """
+    from . import __version__
+
+    info = (await _bridge.call("runtimeInfo", context="runtime_info")).to_py()
+    versions = (await _bridge.call("versions", "wasm", context="runtime_info")).to_py()
+    return {
+        "ortweb": __version__,
+        "onnxruntime_web": versions.get("ort"),
+        "webgpu_build": info["webgpuBuild"],
+        "builds": info["builds"],
+        "webgpu": info["webgpu"],
+        "cross_origin_isolated": info["crossOriginIsolated"],
+        "simd": info["simd"],
+        "requested_threads": info["requestedThreads"],
+        "hardware_concurrency": info["hardwareConcurrency"],
+        "in_worker": info["inWorker"],
+    }
+
+
+def runtime_info() -> dict[str, Any]:
+    """Synchronous :func:`runtime_info_async`."""
+    return _bridge.block_on(runtime_info_async())

@@ -15,14 +15,16 @@ from urllib.parse import urlparse
 import numpy as np
 
 from . import _bridge, _dtypes
+from ._auto import choose_provider
 from ._convert import to_wire
 from ._iobinding import IOBinding
 from ._metadata import NodeArg, node_args_from_bridge
 from ._options import RunOptions, SessionOptions
 from ._ortvalue import OrtValue
-from ._providers import normalize_providers
+from ._policy import Plan, ProviderPolicy, plan_providers
+from ._report import ProviderAttempt, ProviderReport
 from ._validate import check_feeds, check_output_names
-from .errors import InvalidArgument, NoSuchFile, OrtWebError, SessionClosed
+from .errors import InvalidArgument, NoSuchFile, OrtWebError, ProviderUnavailable, SessionClosed
 
 __all__ = ["InferenceSession", "load_model_bytes"]
 
@@ -98,6 +100,37 @@ def _onnx_type(ort_type: Any) -> str:
         return f"unknown({ort_type})"
 
 
+def _make_report(
+    plan: Plan, info: dict[str, Any], timings: dict[str, dict[str, float]], how: str | None
+) -> ProviderReport:
+    """Assemble the report from the plan and what the bridge did, in the plan's order."""
+    tried = {str(s["provider"]): s for s in info.get("skipped", [])}
+    used = str(info["provider"])
+    attempts = []
+    seen = []
+    for provider in [*plan.candidates, *plan.excluded, *tried]:
+        if provider in seen:
+            continue
+        seen.append(provider)
+        if provider == used:
+            attempts.append(ProviderAttempt(provider, "used"))
+        elif provider in tried:
+            entry = tried[provider]
+            attempts.append(ProviderAttempt(provider, str(entry.get("kind", "skipped")),
+                                            str(entry["reason"])))
+        elif provider in plan.excluded:
+            reason = plan.excluded[provider]
+            status = "disallowed" if reason.startswith("disallowed") else "not tried"
+            attempts.append(ProviderAttempt(provider, status, reason))
+    placement = info.get("placement") or {}
+    nodes = placement.get("nodes") or {}
+    cpu = list(nodes.get("CPUExecutionProvider", []))
+    gpu = [n for ep, listed in nodes.items() if ep != "CPUExecutionProvider" for n in listed]
+    counts = {str(ep): int(n) for ep, n in (placement.get("counts") or {}).items()}
+    return ProviderReport(used, str(info["build"]), plan.description, attempts, cpu, gpu,
+                          counts, timings, how)
+
+
 class InferenceSession:
     """A model loaded into onnxruntime-web, used as ``onnxruntime.InferenceSession``.
 
@@ -124,7 +157,7 @@ class InferenceSession:
         self,
         path_or_bytes: ModelSource,
         sess_options: SessionOptions | None = None,
-        providers: Sequence[Any] | str | None = None,
+        providers: Sequence[Any] | str | ProviderPolicy | None = None,
         provider_options: Any = None,
         *,
         preferred_output_location: Location = None,
@@ -139,7 +172,7 @@ class InferenceSession:
         cls,
         path_or_bytes: ModelSource,
         sess_options: SessionOptions | None = None,
-        providers: Sequence[Any] | str | None = None,
+        providers: Sequence[Any] | str | ProviderPolicy | None = None,
         provider_options: Any = None,
         *,
         preferred_output_location: Location = None,
@@ -154,7 +187,7 @@ class InferenceSession:
         self,
         path_or_bytes: ModelSource,
         sess_options: SessionOptions | None,
-        providers: Sequence[Any] | str | None,
+        providers: Sequence[Any] | str | ProviderPolicy | None,
         preferred_output_location: Location = None,
     ) -> None:
         _bridge.get_bridge()  # outside a page with the bridge, say so before anything else
@@ -163,16 +196,25 @@ class InferenceSession:
                 f"sess_options: expected ortweb.SessionOptions, got {type(sess_options).__name__}"
             )
         self._options = sess_options or SessionOptions()
-        self._requested = normalize_providers(providers, _bridge.default_providers())
+        plan = plan_providers(providers, _bridge.default_providers())
         self._locations = _normalize_locations(preferred_output_location)
+        if self._options.intra_op_num_threads:
+            from ._runtime import set_num_threads
+
+            set_num_threads(self._options.intra_op_num_threads)
         self._model_bytes = await load_model_bytes(path_or_bytes)
-        info = await _bridge.create_session(
-            self._model_bytes, self._requested, self._ort_options()
-        )
+        timings: dict[str, dict[str, float]] = {}
+        how = None
+        if plan.auto:
+            info, timings, how = await choose_provider(
+                self._model_bytes, plan.candidates, self._ort_options()
+            )
+        else:
+            info = await self._create_planned(plan)
         self._adopt(int(info["handle"]))
         self._provider = str(info["provider"])
         self._build = str(info["build"])
-        self._skipped = {str(s["provider"]): str(s["reason"]) for s in info["skipped"]}
+        self._report = _make_report(plan, info, timings, how)
         self._inputs = node_args_from_bridge(
             [{**e, "type": _onnx_type(e["type"])} for e in info["inputs"]]
         )
@@ -187,6 +229,22 @@ class InferenceSession:
                     f"preferred_output_location names unknown output(s) {unknown}; the model's "
                     f"outputs are {[a.name for a in self._outputs]}"
                 )
+
+    async def _create_planned(self, plan: Plan) -> dict[str, Any]:
+        try:
+            return await _bridge.create_session(
+                self._model_bytes, plan.candidates, self._ort_options()
+            )
+        except ProviderUnavailable as exc:
+            reasons = {**plan.excluded, **exc.reasons}
+            if plan.require is not None:
+                why = reasons.get(plan.require, exc.message)
+                raise ProviderUnavailable(
+                    f"the provider policy requires {plan.require!r}, which cannot run here: "
+                    f"{why}", reasons=reasons,
+                ) from exc
+            exc.reasons = reasons
+            raise
 
     def _ort_options(self) -> dict[str, Any]:
         options = self._options.to_ort()
@@ -240,8 +298,14 @@ class InferenceSession:
 
     @property
     def skipped_providers(self) -> dict[str, str]:
-        """Providers tried before :attr:`provider`, each with why it was not used."""
-        return dict(self._skipped)
+        """Providers not running this session, each with why (see :attr:`provider_report`)."""
+        return self._report.reasons()
+
+    @property
+    def provider_report(self) -> ProviderReport:
+        """Which provider runs, every provider considered and why, CPU-placed nodes,
+        and ``"auto"`` timings; ``print()`` it."""
+        return self._report
 
     def get_session_options(self) -> SessionOptions:
         return self._options

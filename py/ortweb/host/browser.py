@@ -102,22 +102,31 @@ class Browser:
         adapter, for fallback tests.
     """
 
-    def __init__(self, executable: str | None = None, webgpu: bool = True):
+    def __init__(self, executable: str | None = None, webgpu: bool = True,
+                 *, playwright: Any = None):
         from playwright.sync_api import sync_playwright
 
         self.executable = find_chromium(executable)
         self.webgpu = webgpu
-        self._pw = sync_playwright().start()
+        # One Playwright per thread: a second sync_playwright() in the same thread
+        # fails, so browsers launched beside another share its instance.
+        self._owns_pw = playwright is None
+        self._pw = sync_playwright().start() if playwright is None else playwright
         try:
             args = [*BASE_FLAGS, *(WEBGPU_FLAGS if webgpu else ("--disable-gpu",))]
             self._browser = self._pw.chromium.launch(
                 executable_path=self.executable, headless=True, args=args
             )
         except BaseException:
-            self._pw.stop()
+            if self._owns_pw:
+                self._pw.stop()
             raise
         self.version = self._browser.version
         self._closed = False
+
+    def sibling(self, webgpu: bool = True) -> Browser:
+        """Another Chromium (e.g. without WebGPU) sharing this one's Playwright."""
+        return Browser(self.executable, webgpu=webgpu, playwright=self._pw)
 
     def new_page(self, base_url: str, **kw: Any) -> PyodidePage:
         """A new page (own context) on ``base_url``; see :class:`PyodidePage`."""
@@ -130,7 +139,8 @@ class Browser:
         try:
             self._browser.close()
         finally:
-            self._pw.stop()
+            if self._owns_pw:
+                self._pw.stop()
 
     def __enter__(self) -> Browser:
         return self
