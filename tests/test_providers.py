@@ -145,6 +145,9 @@ def test_cpu_placed_nodes_match_the_jsep_operator_list(runtime, models):
 def test_cpu_placed_nodes_native_build_and_answers_right(page, models):
     r = _session_report(page, models["unsupported"], '["webgpu"]')
     assert r["provider"] == "webgpu"
+    assert r["text"].splitlines()[1:4] == [
+        "  webgpu  used", "  1 node(s) on the CPU, 1 on WebGPU; on the CPU:", "    Round ()",
+    ], r["text"]
     cpu_ops = {n.split(" ")[0] for n in r["cpu"]}
     # Measured on the native (C++) WebGPU EP of 1.30: Round is missing there, TopK is not.
     assert "Round" in cpu_ops and "TopK" not in cpu_ops, r["text"]

@@ -122,6 +122,8 @@ def _make_report(
             reason = plan.excluded[provider]
             status = "disallowed" if reason.startswith("disallowed") else "not tried"
             attempts.append(ProviderAttempt(provider, status, reason))
+        else:
+            attempts.append(ProviderAttempt(provider, "not tried", f"{used!r} came first"))
     placement = info.get("placement") or {}
     nodes = placement.get("nodes") or {}
     cpu = list(nodes.get("CPUExecutionProvider", []))
