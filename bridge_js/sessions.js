@@ -276,7 +276,7 @@ export function runSession(handle, feeds, fetches, runOptions = null) {
       } else if (tensor.location === 'gpu-buffer') {
         const dims = Array.from(tensor.dims, Number);
         const value = registerValue({ owner: 'ort', type: tensor.type, dims, buffer: tensor.gpuBuffer, device: s.device, tensor });
-        outputs.push({ name: f.name, value, type: tensor.type, dims, location: 'gpu-buffer' });
+        outputs.push({ name: f.name, value, type: tensor.type, dims, location: 'gpu-buffer', fresh: true });
       } else {
         outputs.push({ ...decodeTensor(f.name, tensor), value: null, location: 'cpu' });
       }

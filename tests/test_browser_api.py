@@ -1,4 +1,9 @@
-"""The Python API inside Pyodide: errors, validation, sync façade, lifetime, isolation."""
+"""The Python API inside Pyodide: errors, validation, sync façade, lifetime, isolation.
+
+Most tests are written with ``@run_in_browser`` (ortweb.testing): the body runs in the
+page, fixtures such as ``models`` (paths in the page) and native results come in as
+arguments.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import pytest
 from ortweb.host import samples
 from ortweb.host.browser import PythonFailure
 from ortweb.host.native import run_native
+from ortweb.testing import run_in_browser
 
 pytestmark = pytest.mark.browser
 
@@ -24,217 +30,247 @@ def models(put_file):
     }
 
 
+@pytest.fixture(scope="module")
+def sym_want() -> np.ndarray:
+    """Native onnxruntime's output for the good feed of the symbolic-dims model."""
+    feeds = {"x": np.ones((2, 4), np.float32), "z": np.ones((2, 3), np.float32)}
+    return run_native(samples.symbolic_dims_model(), feeds)["y"]
+
+
 # Each bad feed, the exception class and the words its message must contain.
 BAD_FEEDS = {
-    "unknown_name": ('{"x": x, "z": z, "w": x}', "InvalidArgument", ["'w'", "'x'", "'z'"]),
-    "missing": ('{"x": x}', "InvalidArgument", ["missing", "'z'", "tensor(float)"]),
-    "none": ('{"x": None, "z": z}', "InvalidArgument", ["'x'", "None", "float32"]),
-    "list": ('{"x": x.tolist(), "z": z}', "InvalidArgument", ["'x'", "list", "numpy.asarray"]),
-    "not_a_dict": ("[x, z]", "InvalidArgument", ["dict", "list"]),
-    "wrong_dtype": ('{"x": x.astype(np.float64), "z": z}', "InvalidArgument",
-                    ["'x'", "float32", "float64"]),
-    "wrong_rank": ('{"x": x[None], "z": z}', "InvalidArgument", ["'x'", "rank 2", "rank 3"]),
-    "wrong_fixed_dim": ('{"x": np.ones((2, 5), np.float32), "z": z}', "InvalidArgument",
-                        ["'x'", "dimension 1", "4", "5"]),
-    "inconsistent_symbolic": ('{"x": x, "z": np.ones((3, 3), np.float32)}', "InvalidArgument",
-                              ["'z'", "'batch'", "'x'", "2", "3"]),
-    "int_key": ('{0: x, "z": z}', "InvalidArgument", ["str", "0"]),
+    "unknown_name": ("InvalidArgument", ["'w'", "'x'", "'z'"]),
+    "missing": ("InvalidArgument", ["missing", "'z'", "tensor(float)"]),
+    "none": ("InvalidArgument", ["'x'", "None", "float32"]),
+    "list": ("InvalidArgument", ["'x'", "list", "numpy.asarray"]),
+    "not_a_dict": ("InvalidArgument", ["dict", "list"]),
+    "wrong_dtype": ("InvalidArgument", ["'x'", "float32", "float64"]),
+    "wrong_rank": ("InvalidArgument", ["'x'", "rank 2", "rank 3"]),
+    "wrong_fixed_dim": ("InvalidArgument", ["'x'", "dimension 1", "4", "5"]),
+    "inconsistent_symbolic": ("InvalidArgument", ["'z'", "'batch'", "'x'", "2", "3"]),
+    "int_key": ("InvalidArgument", ["str", "0"]),
 }
 
 
-def test_bad_feeds_raise_clear_errors_and_session_survives(page, models):
-    code = f"""
-import json, numpy as np, ortweb
-sess = await ortweb.InferenceSession.create({models['sym']!r}, providers=["wasm"])
-x = np.ones((2, 4), np.float32)
-z = np.ones((2, 3), np.float32)
-cases = {{{", ".join(f"{k!r}: lambda: {v[0]}" for k, v in BAD_FEEDS.items())}}}
-out = {{}}
-for name, make in cases.items():
+@pytest.mark.parametrize(("case", "cls", "words"),
+                         [(k, *v) for k, v in BAD_FEEDS.items()], ids=list(BAD_FEEDS))
+@run_in_browser
+async def test_bad_feeds_raise_clear_errors_and_session_survives(
+    ortweb_page, models, sym_want, case, cls, words
+):
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(models["sym"], providers=["wasm"])
+    x = np.ones((2, 4), np.float32)
+    z = np.ones((2, 3), np.float32)
+    feed = {
+        "unknown_name": lambda: {"x": x, "z": z, "w": x},
+        "missing": lambda: {"x": x},
+        "none": lambda: {"x": None, "z": z},
+        "list": lambda: {"x": x.tolist(), "z": z},
+        "not_a_dict": lambda: [x, z],
+        "wrong_dtype": lambda: {"x": x.astype(np.float64), "z": z},
+        "wrong_rank": lambda: {"x": x[None], "z": z},
+        "wrong_fixed_dim": lambda: {"x": np.ones((2, 5), np.float32), "z": z},
+        "inconsistent_symbolic": lambda: {"x": x, "z": np.ones((3, 3), np.float32)},
+        "int_key": lambda: {0: x, "z": z},
+    }[case]()
+    error = None
     try:
-        await sess.run_async(None, make())
-        out[name] = ["no error", ""]
+        await sess.run_async(None, feed)
     except ortweb.OrtWebError as exc:
-        out[name] = [type(exc).__name__, str(exc)]
-    good = await sess.run_async(None, {{"x": x, "z": z}})
-    out[name].append(good[0].tolist())
-await sess.close_async()
-json.dumps(out)
-"""
-    out = page.run_json(code)
-    want = run_native(samples.symbolic_dims_model(),
-                      {"x": np.ones((2, 4), np.float32), "z": np.ones((2, 3), np.float32)})["y"]
-    for name, (_, cls, words) in BAD_FEEDS.items():
-        got_cls, message, after = out[name]
-        assert got_cls == cls, (name, got_cls, message)
-        for word in words:
-            assert word in message, (name, word, message)
-        np.testing.assert_allclose(after, want, rtol=1e-5, err_msg=f"run after {name}")
+        error = exc
+    assert type(error).__name__ == cls
+    for word in words:
+        assert word in str(error)
+    (good,) = await sess.run_async(None, {"x": x, "z": z})
+    np.testing.assert_allclose(good, sym_want, rtol=1e-5)
+    await sess.close_async()
 
 
-def test_output_names_order_and_errors(page, models):
-    out = page.run_json(f"""
-import json, numpy as np, ortweb
-sess = await ortweb.InferenceSession.create({models['two']!r}, providers=["wasm"])
-x = np.array([[1, -2], [3, 4]], np.float32)
-a = await sess.run_async(["negated", "double"], {{"x": x}})
-b = await sess.run_async(["double"], {{"x": x}})
-try:
-    await sess.run_async(["nope"], {{"x": x}})
-    err = ""
-except ortweb.InvalidArgument as exc:
-    err = str(exc)
-json.dumps({{"a": [v.tolist() for v in a], "b": [v.tolist() for v in b], "err": err}})
-""")
-    assert out["a"] == [[[-1, 2], [-3, -4]], [[2, -4], [6, 8]]]
-    assert out["b"] == [[[2, -4], [6, 8]]]
-    assert "'nope'" in out["err"] and "double" in out["err"]
+@run_in_browser
+async def test_output_names_order_and_errors(ortweb_page, models):
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(models["two"], providers=["wasm"])
+    x = np.array([[1, -2], [3, 4]], np.float32)
+    a = await sess.run_async(["negated", "double"], {"x": x})
+    b = await sess.run_async(["double"], {"x": x})
+    assert [v.tolist() for v in a] == [[[-1, 2], [-3, -4]], [[2, -4], [6, 8]]]
+    assert [v.tolist() for v in b] == [[[2, -4], [6, 8]]]
+    try:
+        await sess.run_async(["nope"], {"x": x})
+        message = "no error"
+    except ortweb.InvalidArgument as exc:
+        message = str(exc)
+    assert "'nope'" in message and "double" in message
+    await sess.close_async()
 
 
-def test_strings_with_nul_are_refused(page, models):
-    out = page.run_json(f"""
-import json, numpy as np, ortweb
-sess = await ortweb.InferenceSession.create({models['str']!r}, providers=["wasm"])
-try:
-    await sess.run_async(None, {{"x": np.array(["a\\x00b", "c"], dtype=object)}})
-    err = ""
-except ortweb.InvalidArgument as exc:
-    err = str(exc)
-ok = await sess.run_async(None, {{"x": np.array(["a", "é"], dtype=object)}})
-json.dumps({{"err": err, "ok": ok[0].tolist()}})
-""")
-    assert "NUL" in out["err"] and "'x'" in out["err"]
-    assert out["ok"] == ["a", "é"]
+@run_in_browser
+async def test_strings_with_nul_are_refused(ortweb_page, models):
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(models["str"], providers=["wasm"])
+    try:
+        await sess.run_async(None, {"x": np.array(["a\x00b", "c"], dtype=object)})
+        message = "no error"
+    except ortweb.InvalidArgument as exc:
+        message = str(exc)
+    assert "NUL" in message and "'x'" in message
+    (ok,) = await sess.run_async(None, {"x": np.array(["a", "é"], dtype=object)})
+    assert ok.tolist() == ["a", "é"]
 
 
-def test_metadata(page, models):
-    out = page.run_json(f"""
-import json, ortweb
-sess = await ortweb.InferenceSession.create({models['i64']!r}, providers=["wasm"])
-r = {{"inputs": [[a.name, a.type, a.shape] for a in sess.get_inputs()],
-     "outputs": [[a.name, a.type, a.shape] for a in sess.get_outputs()],
-     "providers": sess.get_providers(), "provider": sess.provider}}
-await sess.close_async()
-json.dumps(r)
-""")
-    assert out["inputs"] == [["ids", "tensor(int64)", ["n"]], ["table", "tensor(float)", [10, 3]]]
-    assert out["outputs"][1] == ["argmax", "tensor(int64)", ["n"]]
-    assert out["providers"] == ["wasm"] and out["provider"] == "wasm"
+@run_in_browser
+async def test_metadata(ortweb_page, models):
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(models["i64"], providers=["wasm"])
+    inputs = [[a.name, a.type, a.shape] for a in sess.get_inputs()]
+    outputs = [[a.name, a.type, a.shape] for a in sess.get_outputs()]
+    assert inputs == [["ids", "tensor(int64)", ["n"]], ["table", "tensor(float)", [10, 3]]]
+    assert outputs[1] == ["argmax", "tensor(int64)", ["n"]]
+    assert sess.get_providers() == ["wasm"] and sess.provider == "wasm"
+    await sess.close_async()
+
+
+# How each bad model source is made in the page: (kind, value).
+_SOURCES = {
+    "missing-path": ("value", "does/not/exist.onnx"),
+    "not-onnx": ("model", "junk"),
+    "truncated": ("model", "truncated"),
+    "empty-bytes": ("value", b""),
+    "wrong-type": ("value", 12),
+    "url-404": ("url", "/no-such-model.onnx"),
+}
 
 
 @pytest.mark.parametrize(
     ("source", "cls", "words"),
     [
-        ("'does/not/exist.onnx'", "NoSuchFile", ["does/not/exist.onnx", "not found"]),
-        ("MODELS['junk']", "InvalidGraph", ["create session"]),
-        ("MODELS['truncated']", "InvalidGraph", ["create session"]),
-        ("b''", "InvalidArgument", ["empty"]),
-        ("12", "InvalidArgument", ["path_or_bytes", "int"]),
-        ("js.location.origin + '/no-such-model.onnx'", "NoSuchFile", ["404"]),
+        ("missing-path", "NoSuchFile", ["does/not/exist.onnx", "not found"]),
+        ("not-onnx", "InvalidGraph", ["create session"]),
+        ("truncated", "InvalidGraph", ["create session"]),
+        ("empty-bytes", "InvalidArgument", ["empty"]),
+        ("wrong-type", "InvalidArgument", ["path_or_bytes", "int"]),
+        ("url-404", "NoSuchFile", ["404"]),
     ],
-    ids=["missing-path", "not-onnx", "truncated", "empty-bytes", "wrong-type", "url-404"],
+    ids=list(_SOURCES),
 )
-def test_model_loading_errors(page, models, source, cls, words):
-    out = page.run_json(f"""
-import json, js, ortweb
-MODELS = {models!r}
-try:
-    await ortweb.InferenceSession.create({source}, providers=["wasm"])
-    r = ["no error", ""]
-except ortweb.OrtWebError as exc:
-    r = [type(exc).__name__, str(exc)]
-json.dumps(r)
-""")
-    assert out[0] == cls, out
+def test_model_loading_errors(ortweb_page, models, source, cls, words):
+    got_cls, message = _load_error(ortweb_page, models, *_SOURCES[source])
+    assert got_cls == cls, message
     for word in words:
-        assert word in out[1], out
+        assert word in message
 
 
-def test_model_from_url_and_bytes(page, models, runtime):
+@run_in_browser
+async def _load_error(ortweb_page, models, kind, value):
+    import js
+
+    import ortweb
+
+    if kind == "model":
+        value = models[value]
+    elif kind == "url":
+        value = js.location.origin + value
+    try:
+        await ortweb.InferenceSession.create(value, providers=["wasm"])
+    except ortweb.OrtWebError as exc:
+        return type(exc).__name__, str(exc)
+    return "no error", ""
+
+
+@pytest.fixture
+def served_model(runtime):
+    """The two-outputs model at a URL of the local server."""
     with runtime.shared_folder() as (folder, prefix):
         (folder / "m.onnx").write_bytes(samples.two_outputs_model())
-        out = page.run_json(f"""
-import json, js, numpy as np, ortweb
-x = np.eye(2, dtype=np.float32)
-s1 = await ortweb.InferenceSession.create(js.location.origin + {prefix + 'm.onnx'!r})
-s2 = await ortweb.InferenceSession.create(open({models['two']!r}, 'rb').read(), providers="wasm")
-r = [(await s1.run_async(["double"], {{"x": x}}))[0].tolist(),
-     (await s2.run_async(["double"], {{"x": x}}))[0].tolist()]
-for s in (s1, s2):
-    await s.close_async()
-json.dumps(r)
-""")
-    assert out == [[[2, 0], [0, 2]], [[2, 0], [0, 2]]]
+        yield prefix + "m.onnx"
 
 
-def test_close_twice_and_use_after_close(page, models):
-    out = page.run_json(f"""
-import json, numpy as np, ortweb
-before = ortweb._bridge.stats()["sessions"]
-sess = await ortweb.InferenceSession.create({models['two']!r}, providers=["wasm"])
-await sess.close_async()
-await sess.close_async()
-sess.close()
-try:
-    await sess.run_async(None, {{"x": np.eye(2, dtype=np.float32)}})
-    r = "no error"
-except ortweb.SessionClosed as exc:
-    r = str(exc)
-with ortweb.InferenceSession({models['two']!r}, providers=["wasm"]) as s2:
-    y = s2.run(None, {{"x": np.eye(2, dtype=np.float32)}})[1].tolist()
-json.dumps([r, y, s2.closed, ortweb._bridge.stats()["sessions"] - before])
-""")
-    assert "closed" in out[0]
-    assert out[1] == [[-1, 0], [0, -1]]
-    assert out[2] is True
-    assert out[3] == 0, "sessions leaked in the bridge"
+@run_in_browser
+async def test_model_from_url_and_bytes(ortweb_page, models, served_model):
+    import js
+
+    import ortweb
+
+    x = np.eye(2, dtype=np.float32)
+    from_url = await ortweb.InferenceSession.create(js.location.origin + served_model)
+    with open(models["two"], "rb") as f:
+        from_bytes = await ortweb.InferenceSession.create(f.read(), providers="wasm")
+    for sess in (from_url, from_bytes):
+        (y,) = await sess.run_async(["double"], {"x": x})
+        assert y.tolist() == [[2, 0], [0, 2]]
+        await sess.close_async()
 
 
-def test_forgotten_session_is_released_when_collected(page, models):
-    out = page.run_json(f"""
-import asyncio, gc, json, ortweb
-before = ortweb._bridge.stats()["sessions"]
-sess = await ortweb.InferenceSession.create({models['two']!r}, providers=["wasm"])
-during = ortweb._bridge.stats()["sessions"] - before
-del sess
-gc.collect()
-for _ in range(50):
-    await asyncio.sleep(0.01)
-    if ortweb._bridge.stats()["sessions"] == before:
-        break
-json.dumps([during, ortweb._bridge.stats()["sessions"] - before])
-""")
-    assert out == [1, 0]
+@run_in_browser
+async def test_close_twice_and_use_after_close(ortweb_page, models):
+    import ortweb
+
+    before = ortweb._bridge.stats()["sessions"]
+    sess = await ortweb.InferenceSession.create(models["two"], providers=["wasm"])
+    await sess.close_async()
+    await sess.close_async()
+    sess.close()
+    try:
+        await sess.run_async(None, {"x": np.eye(2, dtype=np.float32)})
+        message = "no error"
+    except ortweb.SessionClosed as exc:
+        message = str(exc)
+    assert "closed" in message
+    with ortweb.InferenceSession(models["two"], providers=["wasm"]) as s2:
+        y = s2.run(None, {"x": np.eye(2, dtype=np.float32)})[1]
+    assert y.tolist() == [[-1, 0], [0, -1]]
+    assert s2.closed is True
+    assert ortweb._bridge.stats()["sessions"] == before, "sessions leaked in the bridge"
 
 
-def test_unknown_provider_and_provider_aliases(page, models):
-    out = page.run_json(f"""
-import json, ortweb
-r = []
-try:
-    await ortweb.InferenceSession.create({models['two']!r}, providers=["cuda"])
-except ortweb.InvalidArgument as exc:
-    r.append(str(exc))
-s = await ortweb.InferenceSession.create({models['two']!r}, providers=["CPUExecutionProvider"])
-r.append(s.provider)
-await s.close_async()
-json.dumps(r)
-""")
-    assert "'cuda'" in out[0] and "webgpu" in out[0]
-    assert out[1] == "wasm"
+@run_in_browser
+async def test_forgotten_session_is_released_when_collected(ortweb_page, models):
+    import asyncio
+    import gc
+
+    import ortweb
+
+    before = ortweb._bridge.stats()["sessions"]
+    sess = await ortweb.InferenceSession.create(models["two"], providers=["wasm"])
+    assert ortweb._bridge.stats()["sessions"] - before == 1
+    del sess
+    gc.collect()
+    for _ in range(50):
+        await asyncio.sleep(0.01)
+        if ortweb._bridge.stats()["sessions"] == before:
+            break
+    assert ortweb._bridge.stats()["sessions"] == before
 
 
-def test_sync_api_through_run_python_async(page, models):
-    out = page.run_json(f"""
-import json, numpy as np, ortweb
-sess = ortweb.InferenceSession({models['two']!r}, providers=["wasm"])
-y = sess.run(["double"], {{"x": np.ones((2, 2), np.float32)}})[0]
-providers = ortweb.get_available_providers()
-sess.close()
-json.dumps([y.tolist(), providers])
-""")
-    assert out[0] == [[2, 2], [2, 2]]
-    assert out[1][-1] == "wasm"
+@run_in_browser
+async def test_unknown_provider_and_provider_aliases(ortweb_page, models):
+    import ortweb
+
+    try:
+        await ortweb.InferenceSession.create(models["two"], providers=["cuda"])
+        message = "no error"
+    except ortweb.InvalidArgument as exc:
+        message = str(exc)
+    assert "'cuda'" in message and "webgpu" in message
+    sess = await ortweb.InferenceSession.create(models["two"], providers=["CPUExecutionProvider"])
+    assert sess.provider == "wasm"
+    await sess.close_async()
+
+
+@run_in_browser
+def test_sync_api_through_run_python_async(ortweb_page, models):
+    import ortweb
+
+    sess = ortweb.InferenceSession(models["two"], providers=["wasm"])
+    (y,) = sess.run(["double"], {"x": np.ones((2, 2), np.float32)})
+    assert y.tolist() == [[2, 2], [2, 2]]
+    assert ortweb.get_available_providers()[-1] == "wasm"
+    sess.close()
 
 
 def test_sync_api_from_run_python_says_what_to_do(page, models):
@@ -275,15 +311,16 @@ def test_requests_outside_loopback_are_blocked(runtime):
 
 
 @pytest.mark.webgpu
-def test_default_providers_prefer_webgpu(page, models):
-    out = page.run_json(f"""
-import json, numpy as np, ortweb
-s = await ortweb.InferenceSession.create({models['two']!r})
-r = [s.provider, s.get_providers(), await ortweb.get_available_providers_async()]
-await s.close_async()
-json.dumps(r)
-""")
-    assert out == ["webgpu", ["webgpu", "wasm"], ["webgpu", "wasm"]]
+@run_in_browser
+async def test_default_providers_prefer_webgpu(ortweb_page, models):
+    import ortweb
+
+    ortweb.set_default_providers(None)  # the rule itself, whatever --ortweb-providers says
+    sess = await ortweb.InferenceSession.create(models["two"])
+    assert sess.provider == "webgpu"
+    assert sess.get_providers() == ["webgpu", "wasm"]
+    assert await ortweb.get_available_providers_async() == ["webgpu", "wasm"]
+    await sess.close_async()
 
 
 def test_page_default_providers(runtime, models):
@@ -305,21 +342,20 @@ json.dumps(r)
     assert out == ["wasm", True]
 
 
-def test_errors_from_the_runtime_are_translated(page, models):
+@run_in_browser
+async def test_errors_from_the_runtime_are_translated(ortweb_page, models):
     """An error inside ORT (Gather out of range) arrives as an ortweb error with ORT's text."""
-    out = page.run_json(f"""
-import json, numpy as np, ortweb
-sess = await ortweb.InferenceSession.create({models['i64']!r}, providers=["wasm"])
-table = np.zeros((10, 3), np.float32)
-try:
-    await sess.run_async(None, {{"ids": np.array([42], np.int64), "table": table}})
-    r = ["no error", "", None]
-except ortweb.OrtWebError as exc:
-    r = [type(exc).__name__, str(exc), exc.code]
-good = await sess.run_async(None, {{"ids": np.array([1], np.int64), "table": table + 1}})
-r.append(good[2].tolist())
-json.dumps(r)
-""")
-    assert out[0] in ("OrtRuntimeError", "InvalidArgument"), out
-    assert out[1].startswith("run:") and "42" in out[1], out
-    assert out[3] == [2]
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(models["i64"], providers=["wasm"])
+    table = np.zeros((10, 3), np.float32)
+    error = None
+    try:
+        await sess.run_async(None, {"ids": np.array([42], np.int64), "table": table})
+    except ortweb.OrtWebError as exc:
+        error = exc
+    assert type(error).__name__ in ("OrtRuntimeError", "InvalidArgument")
+    assert str(error).startswith("run:") and "42" in str(error)
+    good = await sess.run_async(None, {"ids": np.array([1], np.int64), "table": table + 1})
+    assert good[2].tolist() == [2]
+    await sess.close_async()

@@ -11,6 +11,7 @@ import pytest
 
 from ortweb.host import samples
 from ortweb.host.native import run_native
+from pagecode import GPU_PRELUDE as PRELUDE
 
 pytestmark = [pytest.mark.browser, pytest.mark.webgpu]
 
@@ -26,41 +27,6 @@ def models(put_file):
         "f16": put_file("f16.onnx", samples.float16_model()),
     }
 
-
-PRELUDE = """
-import json, numpy as np, ortweb, js
-from ortweb import OrtValue
-from pyodide.ffi import to_js
-X = np.array([[1.5, -2.0], [3.25, 4.0]], dtype=np.float32)
-Usage = js.GPUBufferUsage
-device = await ortweb.webgpu_device_async()
-
-def gpu_buffer(array, usage=None, dev=None):
-    usage = usage if usage is not None else (Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST)
-    dev = dev or device
-    data = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
-    size = max(4, (data.size + 3) // 4 * 4)
-    spec = to_js({"size": size, "usage": usage}, dict_converter=js.Object.fromEntries)
-    buf = dev.createBuffer(spec)
-    if data.size:
-        padded = np.zeros(size, np.uint8); padded[:data.size] = data
-        dev.queue.writeBuffer(buf, 0, to_js(padded))
-    return buf
-
-def error(coro_or_fn):
-    try:
-        r = coro_or_fn()
-        return ["no error", ""]
-    except ortweb.OrtWebError as exc:
-        return [type(exc).__name__, str(exc)]
-
-async def aerror(coro):
-    try:
-        await coro
-        return ["no error", ""]
-    except ortweb.OrtWebError as exc:
-        return [type(exc).__name__, str(exc)]
-"""
 
 
 def run(page, code):

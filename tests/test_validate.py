@@ -103,7 +103,7 @@ def test_ortvalue_feeds_are_checked_by_type_and_shape() -> None:
     with pytest.raises(InvalidArgument, match=r"'x': dimension 1 must be 3, got 2"):
         check_feeds(INPUTS, _with(x=wrong_dim))
     value.dispose()
-    with pytest.raises(InvalidArgument, match="'x'.*disposed"):
+    with pytest.raises(InvalidArgument, match=r"'x'.*disposed"):
         check_feeds(INPUTS, _with(x=value))
 
 

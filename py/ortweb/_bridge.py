@@ -15,6 +15,7 @@ environment variable: see :func:`ensure_bridge`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Sequence
@@ -47,7 +48,7 @@ IN_BROWSER = sys.platform == "emscripten"
 if IN_BROWSER:  # pragma: no cover - exercised by the browser tests
     import js
     from pyodide.code import run_js
-    from pyodide.ffi import JsProxy, to_js
+    from pyodide.ffi import JsProxy, create_once_callable, to_js
 
     try:
         from pyodide.ffi import can_run_sync, run_sync
@@ -58,6 +59,7 @@ else:
     js = None
     run_js = None
     JsProxy = object
+    create_once_callable = None
     to_js = None
     can_run_sync = None
     run_sync = None
@@ -189,8 +191,26 @@ def _js(value: Any) -> Any:
 
 
 async def call(method: str, *args: Any, context: str = "") -> Any:
-    """Await ``bridge[method](*args)`` and unwrap its envelope."""
-    envelope = await getattr(await ensure_bridge(), method)(*args)
+    """Await ``bridge[method](*args)`` and unwrap its envelope.
+
+    If the awaiting task is cancelled, the JS call still completes (ORT cannot be
+    interrupted); the bridge then releases whatever it produced, so a cancelled
+    run or create leaks nothing and the session stays usable.
+    """
+    bridge = await ensure_bridge()
+    # A future of our own rather than awaiting the JS promise: when the task is
+    # cancelled, the promise still settles later, and its result must go to the
+    # bridge's clean-up instead of into a cancelled future (an uncaught error).
+    future = asyncio.get_event_loop().create_future()
+
+    def settle(envelope: Any) -> None:
+        if future.cancelled():
+            bridge.discard(method, envelope)
+        elif not future.done():
+            future.set_result(envelope)
+
+    getattr(bridge, method)(*args).then(create_once_callable(settle))
+    envelope = await future
     if not envelope.ok:
         err = envelope.error.to_py()
         exc = from_envelope(err, context)

@@ -15,6 +15,8 @@ __all__ = [
     "get_available_providers",
     "get_available_providers_async",
     "live_handles",
+    "memory_info",
+    "memory_info_async",
     "runtime_info",
     "runtime_info_async",
     "set_default_providers",
@@ -162,3 +164,32 @@ async def runtime_info_async() -> dict[str, Any]:
 def runtime_info() -> dict[str, Any]:
     """Synchronous :func:`runtime_info_async`."""
     return _bridge.block_on(runtime_info_async())
+
+
+def memory_info() -> dict[str, Any]:
+    """Memory the page holds now, for soak tests and leak hunting.
+
+    Returns
+    -------
+    dict
+        ``gpu_buffers`` and ``gpu_buffer_bytes`` (GPU buffers created and not yet
+        destroyed or collected, ORT's and yours), ``wasm_bytes`` (all WebAssembly
+        memories: ORT's heaps and Pyodide's) and ``wasm_memories`` (each with its
+        size).
+    """
+    return _memory(_bridge.get_bridge().meters().to_py())
+
+
+async def memory_info_async() -> dict[str, Any]:
+    """:func:`memory_info` read after a JavaScript garbage collection (where the page
+    allows ``gc()``), so buffers that were only dropped are not counted as alive."""
+    return _memory((await _bridge.call("settledMeters", context="memory_info")).to_py())
+
+
+def _memory(m: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "gpu_buffers": int(m["gpuBuffers"]),
+        "gpu_buffer_bytes": int(m["gpuBufferBytes"]),
+        "wasm_bytes": int(m["wasmBytes"]),
+        "wasm_memories": [dict(x) for x in m["wasmMemories"]],
+    }

@@ -17,7 +17,14 @@ from ._metadata import NodeArg, format_shape
 from ._ortvalue import OrtValue
 from .errors import InvalidArgument
 
-__all__ = ["check_feeds", "check_output_names", "describe"]
+__all__ = ["MAX_TENSOR_BYTES", "check_feeds", "check_output_names", "describe"]
+
+#: The largest CPU tensor ortweb hands to onnxruntime-web. Its wasm heap is 32-bit:
+#: 4 GiB at most, shared by the model, a copy of every feed, the outputs and every
+#: intermediate. Running out there aborts the runtime for the whole page, so a feed
+#: over 1 GiB is refused up front. (Pyodide, 32-bit too, cannot make arrays of
+#: 2 GiB or more at all.)
+MAX_TENSOR_BYTES = 1024**3
 
 
 def describe(arg: NodeArg) -> str:
@@ -125,6 +132,19 @@ def _check_shape(
                 )
 
 
+def _check_size(arg: NodeArg, array: np.ndarray, dtype: _dtypes.DType) -> None:
+    # Computed from the shape, not array.nbytes: a broadcast view is small in
+    # memory but becomes full size once made contiguous for the runtime.
+    size = int(np.prod(array.shape, dtype=np.float64)) * dtype.itemsize
+    if size > MAX_TENSOR_BYTES:
+        raise InvalidArgument(
+            f"input {arg.name!r}: {size / 1024**3:.2f} GiB ({list(array.shape)} of "
+            f"{dtype.numpy.name}) is more than the {MAX_TENSOR_BYTES // 1024**3} GiB "
+            "onnxruntime-web's 32-bit wasm heap can take for one tensor; split the input, "
+            "or keep it on the GPU (OrtValue on 'webgpu')"
+        )
+
+
 def _check_value(arg: NodeArg, value: OrtValue) -> _dtypes.DType:
     if value.is_disposed:
         raise InvalidArgument(f"input {arg.name!r}: the OrtValue fed was disposed")
@@ -181,6 +201,7 @@ def check_feeds(
         array = _as_array(arg, value)
         dtype = _check_dtype(arg, array)
         _check_shape(arg, tuple(int(d) for d in array.shape), symbols)
+        _check_size(arg, array, dtype)
         checked.append((arg, dtype, array))
     return checked
 

@@ -4,7 +4,9 @@
                      [--compare-native] [--rtol R] [--atol A] [--dim NAME=N] [--json]
     ortweb exec SCRIPT.py [--providers ...] [--file PATH]... [-- ARGS...]
                      (everything after -- is the script's sys.argv[1:])
-    ortweb demo
+    ortweb site --model M --script APP.py [--out DIR] [--title T] [--providers ...]
+                [--template NAME|PATH] [--assets local|cdn] [--file PATH]... [--force]
+    ortweb demo [--serve] [--out DIR] [--no-check] [--host H] [--port N] [--json]
     ortweb serve DIR [--host 127.0.0.1] [--port N]
     ortweb --version
 
@@ -81,8 +83,22 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
                      help="ORT-web WebGPU build: native C++ EP (default) or JSEP")
 
-    demo = sub.add_parser("demo", help="run the bundled model on wasm and webgpu vs native")
+    site = sub.add_parser("site", help="write a static web site that runs a script on a model")
+    from ._site import add_site_arguments
+
+    add_site_arguments(site)
+
+    demo = sub.add_parser("demo", help="build the digits demo site, check it headless vs native")
     demo.add_argument("--json", action="store_true")
+    demo.add_argument("--out", type=Path, help="site folder (default: build/demo/site)")
+    demo.add_argument("--no-check", action="store_true", help="build only, no headless check")
+    demo.add_argument("--serve", action="store_true", help="then serve it for a person")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8000)
+
+    from ._soak import add_parser as add_soak_parser
+
+    add_soak_parser(sub)
 
     serve = sub.add_parser("serve", help="serve a folder with COOP/COEP headers")
     serve.add_argument("directory", type=Path)
@@ -140,10 +156,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._exec import cmd_exec
 
             return cmd_exec(args)
+        if args.command == "site":
+            from ._site import cmd_site
+
+            return cmd_site(args)
         if args.command == "demo":
-            from ._run import cmd_demo
+            from ._site import cmd_demo
 
             return cmd_demo(args)
+        if args.command == "soak":
+            from ._soak import cmd_soak
+
+            return cmd_soak(args)
         if args.command == "serve":
             from ..host.server import serve_forever
 

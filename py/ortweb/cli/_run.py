@@ -17,7 +17,7 @@ from ..host.inputs import load_npz, model_inputs, random_inputs, save_npz
 from ..host.native import Comparison, compare_all, run_native
 from . import UsageError
 
-__all__ = ["ModelRun", "cmd_demo", "cmd_run", "run_in_page"]
+__all__ = ["ModelRun", "cmd_run", "run_in_page"]
 
 
 @dataclass
@@ -154,39 +154,3 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: the page tried to reach {blocked}", file=sys.stderr)
         return 1
     return 0 if run.ok else 1
-
-
-def demo_model_path() -> Path:
-    """The bundled demo model (a small MLP), written on first use."""
-    from ..host.assets import find_assets
-    from ..host.samples import mlp_model
-
-    path = find_assets().root / "build" / "demo" / "mlp.onnx"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(mlp_model())
-    return path
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    """The README's first command: a model on wasm and on webgpu, checked against native."""
-    model = demo_model_path()
-    ns = argparse.Namespace(inputs=None, seed=0, dim=[("batch", 4)], compare_native=True,
-                            rtol=1e-3, atol=1e-5)
-    runs = []
-    with open_runtime(args.browser) as runtime, runtime.new_page() as page:
-        for providers in (["wasm"], ["webgpu"]):
-            run = _execute(runtime, page, model, ns, providers)
-            runs.append(run)
-            if not args.json:
-                _print_run(run)
-                for name, array in run.outputs.items():
-                    print(f"  {name} (first row): {np.array2string(array[0], precision=4)}")
-        blocked = page.blocked_requests
-    if args.json:
-        print(json.dumps([r.as_dict() for r in runs], indent=2))
-    ok = all(r.ok for r in runs) and not blocked
-    print(f"demo: {'OK' if ok else 'FAILED'}: outputs match native onnxruntime on "
-          + ", ".join(f"{r.provider or '?'}={'yes' if r.ok else 'NO'}" for r in runs)
-          + (f"; blocked requests {blocked}" if blocked else "; no request left 127.0.0.1"))
-    return 0 if ok else 1

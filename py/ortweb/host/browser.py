@@ -44,6 +44,8 @@ BASE_FLAGS = (
     "--disable-quic",
     "--disable-default-apps",
     "--disable-extensions",
+    # gc() in the page, so leak meters can read after a collection, not before.
+    "--js-flags=--expose-gc",
 )
 #: Real WebGPU through SwiftShader (Vulkan on the CPU).
 WEBGPU_FLAGS = ("--enable-unsafe-webgpu", "--enable-features=Vulkan")

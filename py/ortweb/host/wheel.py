@@ -12,6 +12,7 @@ import base64
 import hashlib
 import io
 import json
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -89,8 +90,16 @@ def build_wheel(package_dir: Path, out_dir: Path) -> Path:
     target = out_dir / f"ortweb-{version}-py3-none-any.whl"
     data = buffer.getvalue()
     if not target.exists() or target.read_bytes() != data:
-        target.write_bytes(data)
+        _write_atomically(target, data)
     return target
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    # A page of another process (a test worker, a served site) may be downloading
+    # the file right now: it must see the old bytes or the new, never half of each.
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
 
 
 def add_to_lock(official_lock: Path, wheel: Path, out_lock: Path) -> dict[str, object]:
@@ -116,7 +125,7 @@ def add_to_lock(official_lock: Path, wheel: Path, out_lock: Path) -> dict[str, o
     lock["packages"]["ortweb"] = entry
     text = json.dumps(lock, indent=1, sort_keys=True)
     if not out_lock.exists() or out_lock.read_text() != text:
-        out_lock.write_text(text)
+        _write_atomically(out_lock, text.encode())
     return entry
 
 

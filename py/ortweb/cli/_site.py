@@ -1,0 +1,149 @@
+"""``ortweb site`` and ``ortweb demo``: static sites, and the digits demo built as one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import UsageError
+
+__all__ = ["add_site_arguments", "cmd_demo", "cmd_site"]
+
+
+def add_site_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``ortweb site`` (kept here, next to the command)."""
+    from . import _providers
+
+    parser.add_argument("--model", type=Path, required=True, help="the ONNX model")
+    parser.add_argument("--script", type=Path, required=True,
+                        help="Python run in the page (top-level await allowed)")
+    parser.add_argument("--out", type=Path, default=Path("site"),
+                        help="folder to write (default: ./site)")
+    parser.add_argument("--title", help="page title (default: the script's name)")
+    parser.add_argument("--providers", type=_providers, default=["webgpu", "wasm"],
+                        help="default providers, in order; decides which onnxruntime-web "
+                             "builds ship (default: webgpu,wasm)")
+    parser.add_argument("--template", default="default",
+                        help="a template name (folder of templates/) or a folder")
+    parser.add_argument("--assets", choices=["local", "cdn"], default="local",
+                        help="ship Pyodide and onnxruntime-web, or load them from jsDelivr")
+    parser.add_argument("--file", type=Path, action="append", default=[],
+                        help="another file for the script's working directory (repeatable)")
+    parser.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
+                        help="onnxruntime-web build for WebGPU sessions (default: native)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a non-empty folder that `ortweb site` did not write")
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    from ..host.site import SiteError, build_site
+
+    try:
+        report = build_site(
+            args.model, args.script, args.out, title=args.title, providers=args.providers,
+            template=args.template, assets_mode=args.assets, files=args.file,
+            webgpu_build=args.webgpu_build, force=args.force,
+        )
+    except SiteError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"ortweb site: {report.summary()}")
+    print(f"serve it: ortweb serve {args.out}   (or copy the folder to any static host)")
+    return 0
+
+
+def _row(values: list[float] | np.ndarray) -> str:
+    return np.array2string(np.asarray(values, np.float32), precision=4, suppress_small=True,
+                           max_line_width=200)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Build the digits demo site, check it headless, print what was found; serve it."""
+    from ..host.assets import find_assets
+    from ..host.browser import Browser
+    from ..host.demo import build_demo_site, check_demo, digits_model, serve_site
+    from ..host.server import serve_forever
+    from ..host.site import SiteError
+
+    work = find_assets().root / "build" / "demo"
+    out = args.out or work / "site"
+    model = digits_model(work)
+    try:
+        report = build_demo_site(out, model, work=work / "inputs")
+    except SiteError as exc:
+        raise UsageError(str(exc)) from None
+    say = (lambda *a, **k: None) if args.json else print
+    say("ortweb demo: handwritten digits (scikit-learn's bundled data set, trained here)")
+    say(f"  model: MLP 64-32-10 trained on {model.n_train} digits; held-out accuracy "
+        f"{model.accuracy:.1%} on {len(model.y_test)} digits (native onnxruntime)")
+    say("  site: " + report.summary().replace("\n", "\n    "))
+    ok = True
+    if not args.no_check:
+        with Browser(args.browser) as browser, serve_site(out) as served:
+            say(f"  checking it in headless Chromium {browser.version} through "
+                f"`ortweb serve` at {served.url}")
+            screenshot = work / "screenshot.png"
+            check = check_demo(served.url, model, browser=browser, screenshot=screenshot)
+        ok = check.ok
+        if args.json:
+            print(json.dumps(_check_json(check), indent=2))
+        else:
+            _print_check(check, model)
+        print(f"demo: {'OK' if ok else 'FAILED'}: outputs match native onnxruntime on "
+              + ", ".join(f"{p.requested}={'skipped' if p.skipped else 'yes' if p.ok else 'NO'}"
+                          for p in check.providers)
+              + (f"; blocked requests {check.blocked}" if check.blocked
+                 else "; no request left 127.0.0.1"))
+    if args.serve:
+        serve_forever(out, host=args.host, port=args.port)
+    elif not args.json:
+        print("see it: python3 build.py demo --serve   (then open http://127.0.0.1:8000/)")
+    return 0 if ok else 1
+
+
+def _check_json(check: object) -> dict:
+    from dataclasses import asdict
+
+    data = asdict(check)  # type: ignore[call-overload]
+    data["ok"] = getattr(check, "ok", False)
+    return json.loads(json.dumps(data, default=str))
+
+
+def _print_check(check: object, model: object) -> None:
+    from ..host.demo import DemoCheck, DigitsModel, native_probabilities
+
+    assert isinstance(check, DemoCheck) and isinstance(model, DigitsModel)
+    print(f"  page ready {check.ready_ms / 1000:.1f} s after navigation; time to first inference "
+          f"(page load → first result, measured in the browser): "
+          f"{check.first_result_ms / 1000:.2f} s")
+    print(f"  crossOriginIsolated: {'yes' if check.cross_origin_isolated else 'NO'}; default EP "
+          f"{check.default_provider}")
+    for p in check.providers:
+        if p.skipped:
+            print(f"  provider {p.requested}: skipped ({p.skipped})")
+        elif p.error:
+            print(f"  provider {p.requested}: FAILED: {p.error}")
+        else:
+            print(f"  provider {p.provider}: {p.agree}/{p.n} held-out predictions equal native "
+                  f"onnxruntime's, max|diff| {p.max_abs:.2g}, accuracy {p.accuracy:.1%}; "
+                  f"{p.ms_per_inference:.3f} ms per inference in a batch of {p.n}, "
+                  f"{p.median_ms:.2f} ms for one digit (median of 20)")
+    native = native_probabilities(model.onnx, model.x_test[:1])[0]
+    print(f"  held-out digit #0 (true label {int(model.y_test[0])}), probabilities:")
+    print(f"    {'native':<7} {_row(native)}")
+    for p in check.providers:
+        if p.first_row:
+            print(f"    {p.provider:<7} {_row(p.first_row)}")
+    if check.drawing_label is None:
+        print("  drawing a 7 with the mouse: NO prediction appeared on the page")
+    else:
+        print(f"  drawing a 7 with the mouse: the page shows {check.drawing_label}, native "
+              f"onnxruntime on the same input says {check.drawing_native} "
+              f"(max|diff| {check.drawing_max_abs:.2g})")
+    if check.screenshot is not None:
+        print(f"  screenshot: {check.screenshot}")
+    for err in check.errors:
+        print(f"  page error: {err}", file=sys.stderr)

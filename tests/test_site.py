@@ -1,0 +1,630 @@
+"""``ortweb site`` and ``ortweb serve``: the folder, the page in real Chromium, the server.
+
+Sites are built from models and scripts made here, opened in headless Chromium
+(Playwright, ortweb.host.browser) and compared with native onnxruntime. Every
+browser context asserts at teardown that no request left 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import json
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from ortweb.cli import main as ortweb_main
+from ortweb.host.assets import find_assets
+from ortweb.host.browser import Browser, Runtime
+from ortweb.host.demo import serve_site
+from ortweb.host.server import StaticServer
+from ortweb.host.site import (
+    CDN_ORT,
+    CDN_PYODIDE,
+    CDN_PYODIDE_PACKAGES,
+    MANIFEST_NAME,
+    ORT_BUILDS,
+    SiteError,
+    build_site,
+    ort_files,
+)
+from ortweb.host.sitepage import SiteContext, SiteFailure, cdn_mirror
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE_TITLE = ('</title><script>window.__pwned = 1</script>'
+                 '<img src=x onerror="window.__pwned = 2"> & "quotes"')
+
+APP = '''\
+import json
+import os
+import sys
+
+import numpy as np
+
+import ortweb
+
+print("argv", sys.argv)
+print("files", sorted(os.listdir(".")))
+sess = await ortweb.InferenceSession.create(os.environ["ORTWEB_MODEL"])
+x = np.array([[1.5, -2.0, 0.25]], np.float32)
+(y,) = await sess.run_async(None, {"x": x})
+print("RESULT", json.dumps(y.tolist()), sess.provider)
+by_url = await ortweb.InferenceSession.create(os.environ["ORTWEB_MODEL_URL"])
+(y_url,) = await by_url.run_async(None, {"x": x})
+print("BY URL", json.dumps(y_url.tolist()))
+with open("notes.txt") as f:
+    print("NOTES", f.read().strip())
+from helper_mod import GREETING
+print(GREETING)
+
+
+def affine(rows):
+    # The synchronous API: window.ortweb.call enters Python so that JSPI works.
+    (out,) = sess.run(None, {"x": np.asarray(rows, np.float32)})
+    return {"y": out, "provider": sess.provider}
+
+
+async def affine_async(rows):
+    (out,) = await sess.run_async(None, {"x": np.asarray(rows, np.float32)})
+    return out
+
+
+def fails():
+    raise KeyError("missing on purpose")
+
+
+def _private():
+    return 1
+'''
+
+BOOM = '''\
+print("before the error")
+
+
+def helper():
+    raise RuntimeError("exploded on purpose")
+
+
+helper()
+'''
+
+
+def affine_model() -> bytes:
+    """y = 3x + 1 on float32 [batch, 3]."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
+    nodes = [helper.make_node("Mul", ["x", "three"], ["t"]),
+             helper.make_node("Add", ["t", "one"], ["y"])]
+    inits = [helper.make_tensor("three", TensorProto.FLOAT, [], [3.0]),
+             helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])]
+    graph = helper.make_graph(nodes, "affine", [x], [y], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model.SerializeToString()
+
+
+def native(model: bytes, x: np.ndarray) -> np.ndarray:
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    return np.asarray(sess.run(None, {"x": np.asarray(x, np.float32)})[0])
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("inputs")
+    (folder / "affine.onnx").write_bytes(affine_model())
+    (folder / "app.py").write_text(APP)
+    (folder / "boom.py").write_text(BOOM)
+    (folder / "notes.txt").write_text("hello from a --file\n")
+    (folder / "helper_mod.py").write_text('GREETING = "helper module imported"\n')
+    return {p.stem if p.suffix != ".txt" else "notes": p for p in folder.iterdir()}
+
+
+def _build(inputs: dict[str, Path], out: Path, **kw) -> Path:
+    kw.setdefault("files", [inputs["notes"], inputs["helper_mod"]])
+    kw.setdefault("providers", ["wasm"])
+    build_site(inputs["affine"], kw.pop("script", inputs["app"]), out, **kw)
+    return out
+
+
+@pytest.fixture(scope="module")
+def app_site(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(inputs, tmp_path_factory.mktemp("sites") / "app", title=HOSTILE_TITLE)
+
+
+@pytest.fixture(scope="module")
+def browser(runtime: Runtime) -> Browser:
+    # The session's Chromium: a second Playwright in the same thread cannot start.
+    return runtime.browser
+
+
+@pytest.fixture(scope="module")
+def app_server(app_site: Path) -> Iterator[StaticServer]:
+    with StaticServer(app_site) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def app_context(browser: Browser, app_server: StaticServer) -> Iterator[SiteContext]:
+    with SiteContext(browser, app_server.url) as ctx:
+        yield ctx
+        blocked = ctx.blocked
+    assert not blocked, f"requests left 127.0.0.1: {blocked}"
+
+
+@pytest.fixture(scope="module")
+def app_page(app_context: SiteContext, app_server: StaticServer):
+    page = app_context.open(app_server.url)
+    yield page
+    errors = list(page.errors)
+    page.close()
+    assert not errors, f"uncaught page errors: {errors}"
+
+
+def _manifest(site: Path) -> dict:
+    return json.loads((site / MANIFEST_NAME).read_text())
+
+
+def _sri(path: Path) -> str:
+    return "sha384-" + base64.b64encode(hashlib.sha384(path.read_bytes()).digest()).decode()
+
+
+def _config(site: Path) -> dict:
+    html = (site / "index.html").read_text()
+    found = re.search(r'<script type="application/json" id="ortweb-config">(.*?)</script>',
+                      html, re.S)
+    assert found, "no config in index.html"
+    return json.loads(found.group(1))
+
+
+def _importmap(site: Path) -> dict:
+    html = (site / "index.html").read_text()
+    found = re.search(r'<script type="importmap">(.*?)</script>', html, re.S)
+    assert found, "no import map in index.html"
+    return json.loads(found.group(1))
+
+
+# -- the folder (no browser) ----------------------------------------------------------------
+
+
+def test_manifest_lists_every_file_with_size_and_sha256(app_site: Path) -> None:
+    manifest = _manifest(app_site)
+    on_disk = {p.relative_to(app_site).as_posix() for p in app_site.rglob("*") if p.is_file()}
+    assert set(manifest["files"]) == on_disk - {MANIFEST_NAME}
+    for rel, meta in manifest["files"].items():
+        data = (app_site / rel).read_bytes()
+        assert meta["size"] == len(data), rel
+        assert meta["sha256"] == hashlib.sha256(data).hexdigest(), rel
+    assert manifest["total_size"] == sum(m["size"] for m in manifest["files"].values())
+    assert manifest["generator"] == "ortweb site" and manifest["providers"] == ["wasm"]
+
+
+def test_ships_only_what_the_providers_need(inputs: dict[str, Path], tmp_path: Path) -> None:
+    wasm_only = _build(inputs, tmp_path / "wasm")
+    assert sorted(p.name for p in (wasm_only / "ort").iterdir()) == sorted(
+        ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"])
+    gpu = _build(inputs, tmp_path / "gpu", providers=["webgpu"])
+    assert sorted(p.name for p in (gpu / "ort").iterdir()) == sorted(
+        ["ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs",
+         "ort-wasm-simd-threaded.asyncify.wasm"])
+    both = _build(inputs, tmp_path / "both", providers=["webgpu", "wasm"], webgpu_build="jsep")
+    assert {p.name for p in (both / "ort").iterdir()} == set(
+        ort_files(["webgpu", "wasm"], "jsep"))
+    assert "ort-wasm-simd-threaded.jsep.wasm" in ort_files(["webgpu"], "jsep")
+    # Only numpy's and ortweb's wheels: nothing else of Pyodide's 200 packages.
+    wheels = sorted(p.name.split("-")[0] for p in (wasm_only / "pyodide").glob("*.whl"))
+    assert wheels == ["numpy", "ortweb"]
+    lock = json.loads((wasm_only / "pyodide" / "pyodide-lock.json").read_text())
+    assert sorted(lock["packages"]) == ["numpy", "ortweb"]
+    assert lock["info"]["version"] == "0.27.7"
+
+
+def test_builds_table_matches_the_bridge() -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = ("import('./bridge_js/runtime.js').then((m) => console.log(JSON.stringify("
+              "Object.fromEntries(Object.entries(m.BUILDS).map("
+              "([k, v]) => [k, [v.module, v.wasm]])))))")
+    out = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == {k: list(v) for k, v in ORT_BUILDS.items()}
+
+
+def test_integrity_of_every_script(app_site: Path) -> None:
+    html = (app_site / "index.html").read_text()
+    tags = re.findall(r'<(?:script|link)\b[^>]*\b(?:src|href)="([^"]+)"[^>]*integrity="([^"]+)"',
+                      html)
+    by_src = dict(tags)
+    for src in ("ortweb/boot.js", "coi-serviceworker.min.js", "style.css"):
+        assert by_src[src] == _sri(app_site / src), src
+    integrity = _importmap(app_site)["integrity"]
+    modules = [p for p in app_site.rglob("*") if p.suffix in (".js", ".mjs")
+               and p.name != "coi-serviceworker.min.js"]
+    assert modules
+    for path in modules:
+        key = "./" + path.relative_to(app_site).as_posix()
+        assert integrity[key] == _sri(path), key
+    # Everything else the page loads is in the config with its sha256, for boot.js.
+    config = _config(app_site)
+    for asset in config["assets"]:
+        data = (app_site / asset["url"]).read_bytes()
+        assert asset["sha256"] == hashlib.sha256(data).hexdigest() and asset["size"] == len(data)
+    assert {a["url"] for a in config["assets"]} >= {
+        "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", "ort/ort-wasm-simd-threaded.wasm",
+        "app/affine.onnx", "app/app.py", "app/notes.txt", "pyodide/pyodide-lock.json"}
+
+
+def test_headers_file_and_service_worker_fallback(app_site: Path) -> None:
+    headers = (app_site / "_headers").read_text()
+    assert "/*\n  Cross-Origin-Opener-Policy: same-origin\n  Cross-Origin-Embedder-Policy: " \
+           "require-corp" in headers
+    pinned = {p["name"]: p for p in json.loads((ROOT / "assets.lock.json").read_text())["npm"]}
+    coi = pinned["coi-serviceworker"]
+    assert coi["version"] == "0.1.7"
+    sw = app_site / "coi-serviceworker.min.js"
+    assert hashlib.sha256(sw.read_bytes()).hexdigest() == coi["files"]["coi-serviceworker.min.js"]
+
+
+def test_hostile_title_is_escaped_in_the_file(app_site: Path) -> None:
+    html = (app_site / "index.html").read_text()
+    assert "<script>window.__pwned" not in html
+    assert "<img" not in html
+    assert "&lt;/title&gt;&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
+    # Inside the JSON config too: no "</script>" that could end the element early.
+    config_text = html.split('id="ortweb-config">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in config_text
+    assert _config(app_site)["title"] == HOSTILE_TITLE
+
+
+def test_refuses_a_folder_it_did_not_write(inputs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    with pytest.raises(SiteError, match="not written by `ortweb site`"):
+        _build(inputs, out)
+    assert (out / "precious.txt").read_text() == "keep me"
+    _build(inputs, out, force=True)
+    assert not (out / "precious.txt").exists() and (out / "index.html").is_file()
+    # Its own folder is rebuilt without --force ...
+    _build(inputs, out, title="again")
+    assert _manifest(out)["title"] == "again"
+    # ... unless somebody added a file to it.
+    (out / "app" / "added.txt").write_text("user file")
+    with pytest.raises(SiteError, match="not written by `ortweb site`"):
+        _build(inputs, out)
+    # A folder that holds the inputs is never replaced, --force or not.
+    with pytest.raises(SiteError, match="contains"):
+        _build(inputs, inputs["app"].parent.parent, force=True)
+    assert inputs["app"].is_file()
+
+
+def test_cli_prints_size_and_largest_files(inputs: dict[str, Path], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cli"
+    status = ortweb_main(["site", "--model", str(inputs["affine"]), "--script", str(inputs["app"]),
+                          "--out", str(out), "--providers", "wasm", "--title", "CLI",
+                          "--file", str(inputs["notes"]), "--file", str(inputs["helper_mod"])])
+    text = capsys.readouterr().out
+    assert status == 0, text
+    total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert f"{total / (1024 * 1024):.1f} MB" in text
+    assert "largest files:" in text and "ort/ort-wasm-simd-threaded.wasm" in text
+    lines = text.splitlines()
+    first = lines.index("largest files:") + 1
+    assert lines[first].split()[-1] == "ort/ort-wasm-simd-threaded.wasm"
+    # Usage errors exit 2 with the reason.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "x").write_text("x")
+    status = ortweb_main(["site", "--model", str(inputs["affine"]), "--script", str(inputs["app"]),
+                          "--out", str(tmp_path / "other")])
+    assert status == 2
+    assert "pass --force" in capsys.readouterr().err
+
+
+def test_template_errors_are_reported(inputs: dict[str, Path], tmp_path: Path) -> None:
+    template = tmp_path / "tpl"
+    template.mkdir()
+    (template / "index.html.j2").write_text("<head>{{ head }}</head>\n<p>{{ title }}</p>\n"
+                                            "<p>{{ no_such_variable }}</p>\n")
+    with pytest.raises(SiteError, match=r"index\.html\.j2:3.*no_such_variable"):
+        _build(inputs, tmp_path / "out", template=template)
+    assert not (tmp_path / "out").exists()
+    (template / "index.html.j2").write_text("<p>{{ title }}</p>\n")
+    with pytest.raises(SiteError, match="head"):
+        _build(inputs, tmp_path / "out", template=template)
+    (template / "index.html.j2").write_text(
+        "<head>{{ head }}</head><h1>{{ title }}</h1><p>{{ model.name }} {{ model.size }} "
+        "{{ script.name }} {{ providers | join('+') }} {{ assets_mode }} {{ versions.pyodide }} "
+        "{{ files | map(attribute='name') | join(',') }}</p>"
+        "<link href=x.css integrity=\"{{ integrity('x.css') }}\">\n")
+    (template / "x.css").write_text("p { color: red }\n")
+    (template / "_partial.j2").write_text("not written\n")
+    out = _build(inputs, tmp_path / "out", template=template, title="T<1>")
+    html = (out / "index.html").read_text()
+    size = len(affine_model())
+    assert f"<h1>T&lt;1&gt;</h1><p>affine.onnx {size} app.py wasm local 0.27.7 " \
+           "notes.txt,helper_mod.py</p>" in html
+    assert _sri(out / "x.css") in html
+    assert not (out / "_partial").exists() and not (out / "_partial.j2").exists()
+    with pytest.raises(SiteError, match="no template"):
+        _build(inputs, tmp_path / "o2", template="no-such-template")
+
+
+def test_bad_inputs_are_refused(inputs: dict[str, Path], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def broken(:\n")
+    with pytest.raises(SiteError, match="not valid Python"):
+        _build(inputs, tmp_path / "o", script=bad)
+    not_onnx = tmp_path / "m.onnx"
+    not_onnx.write_bytes(b"\x00not a model")
+    with pytest.raises(SiteError, match="not an ONNX model"):
+        build_site(not_onnx, inputs["app"], tmp_path / "o")
+    needs_scipy = tmp_path / "sci.py"
+    needs_scipy.write_text("import scipy\n")
+    # scipy is a Pyodide package whose wheel set-up did not fetch: say how to add it.
+    with pytest.raises(SiteError, match=r"'scipy'.*pyodide_packages.*assets\.lock\.json"):
+        _build(inputs, tmp_path / "o", script=needs_scipy)
+    with pytest.raises(SiteError, match="provider"):
+        _build(inputs, tmp_path / "o", providers=["cuda"])
+
+
+def test_cdn_site_is_light_and_pinned(inputs: dict[str, Path], tmp_path: Path) -> None:
+    site = _build(inputs, tmp_path / "cdn", assets_mode="cdn")
+    assets = find_assets()
+    assert not (site / "ort").exists()
+    assert sorted(p.name for p in (site / "pyodide").iterdir()) == [
+        "ortweb-0.1.0-py3-none-any.whl", "pyodide-lock.json"]
+    assert _manifest(site)["total_size"] < 1_000_000
+    config = _config(site)
+    pyodide_cdn = CDN_PYODIDE.format(version="0.27.7")
+    ort_cdn = CDN_ORT.format(version="1.30.0")
+    assert config["pyodide"]["indexURL"] == pyodide_cdn and config["ortBaseURL"] == ort_cdn
+    by_url = {a["url"]: a for a in config["assets"]}
+    wasm = by_url[pyodide_cdn + "pyodide.asm.wasm"]
+    assert wasm["sha256"] == hashlib.sha256((assets.pyodide / "pyodide.asm.wasm").read_bytes()
+                                            ).hexdigest()
+    assert ort_cdn + "ort-wasm-simd-threaded.wasm" in by_url
+    integrity = _importmap(site)["integrity"]
+    assert integrity[pyodide_cdn + "pyodide.asm.js"] == _sri(assets.pyodide / "pyodide.asm.js")
+    assert integrity[ort_cdn + "ort.wasm.min.mjs"] == _sri(assets.ort / "ort.wasm.min.mjs")
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    assert lock["packages"]["numpy"]["file_name"] == (
+        CDN_PYODIDE_PACKAGES.format(version="0.27.7")
+        + "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl")
+    assert lock["packages"]["ortweb"]["file_name"] == "ortweb-0.1.0-py3-none-any.whl"
+
+
+def test_sha256_fallback_matches_hashlib() -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    sizes = [0, 1, 55, 56, 63, 64, 65, 119, 120, 1000, 65_537]
+    script = ("import { sha256Js } from './web/site/sha256.js';\n"
+              f"for (const n of {sizes}) {{\n"
+              "  const b = Uint8Array.from({length: n}, (_, i) => (i * 31 + 7) & 255);\n"
+              "  console.log(sha256Js(b));\n}\n")
+    out = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split()
+    expected = [hashlib.sha256(bytes((i * 31 + 7) & 255 for i in range(n))).hexdigest()
+                for n in sizes]
+    assert out == expected
+
+
+# -- ortweb serve (the command, in its own process) -----------------------------------------
+
+
+SECRET = b"TOP SECRET outside the served folder"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):
+    base = tmp_path_factory.mktemp("serve")
+    (base / "secret.txt").write_bytes(SECRET)
+    root = base / "root"
+    root.mkdir()
+    (root / "index.html").write_text("<p>hi</p>")
+    (root / "x.wasm").write_bytes(b"\0asm\1\0\0\0")
+    (root / "m.mjs").write_text("export const x = 1;\n")
+    (root / "leak.txt").symlink_to(base / "secret.txt")
+    (root / "leakdir").symlink_to(base, target_is_directory=True)
+    with serve_site(root) as server:
+        yield server
+
+
+def _get(url: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    host, port = url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def test_serve_sends_isolation_headers_and_mime_types(served) -> None:
+    assert served.url.startswith("http://127.0.0.1:")  # loopback unless told otherwise
+    status, headers, _ = _get(served.url, "/")
+    assert status == 200
+    assert headers["cross-origin-opener-policy"] == "same-origin"
+    assert headers["cross-origin-embedder-policy"] == "require-corp"
+    assert _get(served.url, "/x.wasm")[1]["content-type"] == "application/wasm"
+    assert _get(served.url, "/m.mjs")[1]["content-type"] == "text/javascript"
+    assert _get(served.url, "/missing")[1]["cross-origin-embedder-policy"] == "require-corp"
+
+
+@pytest.mark.parametrize("path", [
+    "/../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E%2Fsecret.txt", "/%252e%252e/secret.txt",
+    "/..%5csecret.txt", "/leak.txt", "/leakdir/secret.txt",
+])
+def test_serve_refuses_traversal(served, path: str) -> None:
+    status, _, body = _get(served.url, path)
+    assert status in (400, 403, 404), (path, status)
+    assert SECRET not in body
+
+
+# -- the page in Chromium -----------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_script_output_on_the_page(app_page, inputs) -> None:
+    x = np.array([[1.5, -2.0, 0.25]], np.float32)
+    expected = native(affine_model(), x).tolist()
+    console = app_page.evaluate("() => document.getElementById('ortweb-console').innerText")
+    assert f"RESULT {json.dumps(expected)} wasm" in console
+    assert f"BY URL {json.dumps(expected)}" in console
+    assert "NOTES hello from a --file" in console
+    assert "helper module imported" in console
+    assert "argv ['app.py']" in console
+    assert "'affine.onnx', 'app.py', 'helper_mod.py', 'notes.txt'" in console
+    assert app_page.output().count("RESULT") == 1  # the console mirror the host reads
+
+
+@pytest.mark.browser
+def test_window_ortweb_calls_python_functions(app_page) -> None:
+    rows = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    expected = native(affine_model(), rows)
+    got = app_page.call("affine", rows.tolist())
+    assert got["provider"] == "wasm"
+    np.testing.assert_allclose(np.asarray(got["y"], np.float32), expected, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(app_page.call("affine_async", rows.tolist())), expected,
+                               rtol=1e-6)
+    assert app_page.evaluate("() => window.ortweb.functions()") == [
+        "affine", "affine_async", "fails"]
+    with pytest.raises(SiteFailure) as info:
+        app_page.call("fails")
+    assert info.value.type == "KeyError"
+    assert 'File "app.py", line' in info.value.traceback and "in fails" in info.value.traceback
+    assert "_ortweb_site" not in info.value.traceback
+    error_box = app_page.evaluate("() => document.getElementById('ortweb-error').innerText")
+    assert "KeyError: 'missing on purpose'" in error_box
+    with pytest.raises(SiteFailure, match="defines no function '_private'"):
+        app_page.call("_private")
+
+
+@pytest.mark.browser
+def test_hostile_title_is_escaped_in_the_page(app_page) -> None:
+    got = app_page.evaluate("""() => ({title: document.title, pwned: window.__pwned ?? null,
+        imgs: document.images.length, h1: document.querySelector('h1').textContent})""")
+    assert got == {"title": HOSTILE_TITLE, "pwned": None, "imgs": 0, "h1": HOSTILE_TITLE}
+
+
+@pytest.mark.browser
+def test_progress_shows_every_download(app_page, app_site: Path, app_server) -> None:
+    rows = app_page.progress()
+    config = _config(app_site)
+    for asset in config["assets"]:
+        row = rows[app_server.url + asset["url"]]
+        assert row["state"] in ("done", "cached"), row
+        assert row["loaded"] == row["total"] == asset["size"], row
+    # JS modules are listed too, once the browser has checked them.
+    assert rows[app_server.url + "pyodide/pyodide.asm.js"]["state"] == "done"
+    summary = app_page.evaluate(
+        "() => document.getElementById('ortweb-progress-summary').innerText")
+    assert re.fullmatch(r"([\d.]+ MB) of \1 in \d+ files", summary), summary
+
+
+@pytest.mark.browser
+def test_cross_origin_isolated_and_model_cached(app_context: SiteContext, app_server,
+                                                app_page) -> None:
+    assert app_page.evaluate("() => crossOriginIsolated") is True
+    model_url = app_server.url + "app/affine.onnx"
+    assert model_url in app_page.requests
+    assert app_page.evaluate("() => window.ortweb.modelSource") == "network"
+    with app_context.open(app_server.url) as again:
+        assert model_url not in again.requests, "the second visit downloaded the model again"
+        assert app_server.url + "pyodide/pyodide.asm.wasm" in again.requests  # it did reload
+        assert again.evaluate("() => window.ortweb.modelSource") == "cache"
+        assert again.progress()[model_url]["state"] == "cached"
+        x = np.array([[1.5, -2.0, 0.25]], np.float32)
+        assert f"RESULT {json.dumps(native(affine_model(), x).tolist())}" in again.output()
+
+
+@pytest.mark.browser
+def test_error_in_the_script_shows_its_traceback(browser: Browser, inputs, tmp_path: Path) -> None:
+    site = _build(inputs, tmp_path / "boom", script=inputs["boom"], files=[])
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        with pytest.raises(SiteFailure) as info:
+            ctx.open(server.url)
+        assert info.value.type == "RuntimeError"
+        text = info.value.traceback
+        assert 'File "boom.py", line 8, in <module>' in text
+        assert 'File "boom.py", line 5, in helper' in text
+        assert "RuntimeError: exploded on purpose" in text
+        assert "_ortweb_site" not in text and "eval_code_async" not in text
+        assert not ctx.blocked
+
+
+def _mirror():
+    assets = find_assets()
+    return cdn_mirror({
+        CDN_PYODIDE.format(version="0.27.7"): assets.root / "build" / "npm" / "pyodide",
+        CDN_PYODIDE_PACKAGES.format(version="0.27.7"): assets.pyodide,
+        CDN_ORT.format(version="1.30.0"): assets.ort,
+    })
+
+
+@pytest.mark.browser
+def test_cdn_page_runs_and_refuses_a_changed_file(browser: Browser, inputs,
+                                                  tmp_path: Path) -> None:
+    site = _build(inputs, tmp_path / "cdn", assets_mode="cdn")
+    x = np.array([[1.5, -2.0, 0.25]], np.float32)
+    with StaticServer(site) as server:
+        with SiteContext(browser, server.url, cdn=_mirror()) as ctx, ctx.open(server.url) as page:
+            assert f"RESULT {json.dumps(native(affine_model(), x).tolist())} wasm" in page.output()
+            mirrored = ctx.log.mirrored
+            assert any(u.endswith("/pyodide.asm.wasm") for u in mirrored)
+            assert any(u.endswith("/ort-wasm-simd-threaded.wasm") for u in mirrored)
+            assert any(u.endswith("numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl")
+                       for u in mirrored)
+            assert not ctx.blocked
+
+        def flip_last_byte(name: str):
+            def tamper(url: str, body: bytes) -> bytes:
+                return body[:-1] + bytes([body[-1] ^ 1]) if url.endswith(name) else body
+            return tamper
+
+        # A file fetched by boot.js: its sha256 differs from the manifest's.
+        with SiteContext(browser, server.url, cdn=_mirror(),
+                         tamper=flip_last_byte("/pyodide.asm.wasm")) as ctx:
+            with pytest.raises(SiteFailure, match="does not match the site's manifest"):
+                ctx.open(server.url, timeout=120)
+        # A module: the import map's integrity makes the browser refuse it.
+        with SiteContext(browser, server.url, cdn=_mirror(),
+                         tamper=flip_last_byte("/pyodide.mjs")) as ctx:
+            with pytest.raises(SiteFailure, match=r"pyodide\.mjs(.|\n)*integrity"):
+                ctx.open(server.url, timeout=120)
+
+
+@pytest.mark.browser
+def test_service_worker_fallback_isolates_without_headers(browser: Browser,
+                                                          app_site: Path) -> None:
+    from playwright.sync_api import Error as PlaywrightError
+
+    with StaticServer(app_site, isolation=False) as server, \
+            SiteContext(browser, server.url) as ctx:
+        page = ctx.open(server.url, wait=False)
+        deadline = time.monotonic() + 240
+        state = None
+        while time.monotonic() < deadline:
+            try:
+                state = page.evaluate(
+                    "() => [crossOriginIsolated, document.documentElement.dataset.ortweb ?? '']")
+            except PlaywrightError:  # the service worker reloads the page
+                state = None
+            if state and state[1] in ("ready", "failed"):
+                break
+            time.sleep(0.5)
+        assert state == [True, "ready"], state
+        controlled = page.evaluate("() => Boolean(navigator.serviceWorker.controller)")
+        assert controlled, "the page is isolated, but not through coi-serviceworker"
+        page.close()
