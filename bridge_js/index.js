@@ -17,7 +17,7 @@ import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu, runtimeInfo } fro
 import {
   createSession, liveSessions, readGpuValue, releaseSession, runSession, sessionInfo, uploadValue, webgpuDevice,
 } from './sessions.js';
-import { allocate } from './tensors.js';
+import { allocate, pooled } from './tensors.js';
 import { deleteChoice, getChoice, persistent, putChoice } from './store.js';
 import { disposeValue, getValue, valueFromUserBuffer, valueStats } from './values.js';
 
@@ -134,7 +134,9 @@ export function createBridge(options = {}) {
     release: (handle) => enveloped(() => releaseSession(handle)),
     /** @param {number} handle */
     sessionInfo,
-    stats: () => ({ sessions: liveSessions(), queued: pageQueue.pending, builds: loadedBuilds(), values: valueStats() }),
+    stats: () => ({
+      sessions: liveSessions(), queued: pageQueue.pending, builds: loadedBuilds(), values: valueStats(), pooledBytes: pooled(),
+    }),
     /** @param {string} url */
     fetchBytes: (url) => enveloped(async () => {
       const response = await fetch(url);

@@ -12,7 +12,7 @@ import { checkBuffer, downloadBuffer, ortwebDevice, uploadBuffer, writeBuffer } 
 import { captureConsole, parsePlacement } from './placement.js';
 import { pageQueue } from './queue.js';
 import { buildFor, config, loadBuild, probeWebGpu } from './runtime.js';
-import { bytesOf, decodeTensor, makeTensor, viewAs } from './tensors.js';
+import { bytesOf, decodeTensor, makeTensor, recycle, viewAs } from './tensors.js';
 import { byteLength, getValue, readValue, registerValue } from './values.js';
 
 /**
@@ -262,7 +262,13 @@ export function runSession(handle, feeds, fetches, runOptions = null) {
     }
     // Sessions created with the verbose log (placement capture) run at the user's level.
     const options = { logSeverityLevel: s.logLevel, ...(runOptions ?? {}) };
-    const results = await s.session.run(feedMap, fetchArg, options);
+    let results;
+    try {
+      results = await s.session.run(feedMap, fetchArg, options);
+    } finally {
+      // ORT has copied the feeds into its heap: their staging arrays can be reused.
+      for (const feed of feeds) if (feed.value === undefined || feed.value === null) recycle(/** @type {string} */ (feed.type), feed.data);
+    }
     const outputs = [];
     for (const f of fetches) {
       const tensor = results[f.name];

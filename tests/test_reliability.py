@@ -260,3 +260,21 @@ json.dumps([hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(y.tobytes())
 """)
     assert out[0] == out[1]
     assert json.dumps(out)
+
+
+def test_staging_arrays_are_reused_without_mixing_runs(page, identity_sessions):
+    """Feeds of the same size reuse staging arrays (the fast path for transfers); two
+    queued runs must still each see their own data."""
+    out = page.run_json("""
+import asyncio, json
+a = np.full((8, 64, 64), 1.0, np.float32)
+b = np.full((8, 64, 64), 2.0, np.float32)
+ya, yb = await asyncio.gather(IDS["tensor(float)"].run_async(None, {"x": a}),
+                              IDS["tensor(float)"].run_async(None, {"x": b}))
+pooled_after = int(ortweb._bridge.get_bridge().stats().pooledBytes)
+(yc,) = await IDS["tensor(float)"].run_async(None, {"x": a * 3})
+json.dumps([float(ya[0].min()), float(ya[0].max()), float(yb[0].min()), float(yb[0].max()),
+            float(yc.min()), float(yc.max()), pooled_after])
+""")
+    assert out[:6] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+    assert out[6] >= 8 * 64 * 64 * 4
