@@ -82,11 +82,11 @@ BRIDGE_URL_ENV = "ORTWEB_BRIDGE_URL"
 # even if Python never awaits this; the no-op catch keeps an unused failure from being
 # reported as an unhandled rejection (awaiting the promise still raises it).
 _LOADER_JS = """(url) => {
-  const p = import(url).then((m) => globalThis.ortwebBridge ?? m.installBridge());
+  const p = import(url).then((m) => { globalThis.ortwebBridge ?? m.installBridge(); return m; });
   p.catch(() => {});
   return p;
 }"""
-_loading: Any = None  # the JS promise of the bridge being imported, shared by all callers
+_loading: Any = None  # the JS promise of the bridge's module, shared by all callers
 
 
 def bridge_url() -> str | None:
@@ -130,13 +130,13 @@ async def ensure_bridge() -> Any:
     if loading is None:
         return get_bridge()  # nothing configured: says how to install the bridge
     try:
-        bridge = await loading
+        module = await loading
     except Exception as exc:
         _loading = None
         raise OrtWebError(f"cannot import the ortweb bridge from {bridge_url()}: {exc}") from None
-    if bridge is None:
-        raise OrtWebError(f"{bridge_url()} did not install the ortweb bridge")
-    return bridge
+    bridge = getattr(js.globalThis, "ortwebBridge", None)
+    # The loader installed it, unless something removed it since.
+    return module.installBridge() if bridge is None else bridge
 
 
 def get_bridge() -> Any:

@@ -8,6 +8,8 @@
                 [--template NAME|PATH] [--assets local|cdn] [--file PATH]... [--force]
     ortweb demo [--serve] [--out DIR] [--no-check] [--host H] [--port N] [--json]
     ortweb serve DIR [--host 127.0.0.1] [--port N]
+    ortweb lite [--out DIR] [--notebooks DIR]... [--model PATH]... [--package NAME]...
+                [--no-examples] [--serve]
     ortweb --version
 
 Exit status: 0 on success, 1 when a run fails or outputs differ from native
@@ -96,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=8000)
 
+    from ._lite import add_parser as add_lite_parser
+
+    add_lite_parser(sub)
+
     from ._soak import add_parser as add_soak_parser
 
     add_soak_parser(sub)
@@ -164,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._site import cmd_demo
 
             return cmd_demo(args)
+        if args.command == "lite":
+            from ._lite import cmd_lite
+
+            return cmd_lite(args)
         if args.command == "soak":
             from ._soak import cmd_soak
 

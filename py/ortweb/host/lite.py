@@ -1,0 +1,394 @@
+"""Build a JupyterLite site where ``import ortweb`` just works, offline (``ortweb lite``).
+
+The site is made by JupyterLite's own builder (``jupyter lite build`` from
+jupyterlite-core, with jupyterlite-pyodide-kernel: the ``host`` extra pins the pair
+whose kernel runs Pyodide 0.27.x) out of a staging folder that this module fills:
+
+- ``static/pyodide/``: ortweb's verified Pyodide 0.27.7. The builder copies a Pyodide
+  found there into the site and points the kernel at it, so the CDN is never used.
+  Only the wheels that the kernel and the notebooks load go in, and the lock lists
+  just those plus ortweb, so ``import ortweb`` (and numpy, matplotlib) load from the
+  site with no install step;
+- ``pypi/``: the wheels the kernel installs at boot that the Pyodide lock lacks
+  (``comm``), with ``disablePyPIFallback`` so that nothing is looked up on PyPI;
+- the notebooks and models, given to the builder as ``--contents`` (the file browser).
+
+Then ortweb's bridge and the ORT-web files of the builds it loads are copied to
+``static/ortweb/``. The kernel runs in a Web Worker that no ortweb page code
+touches, so ``ortweb._bridge`` imports the bridge itself from ``$ORTWEB_BRIDGE_URL``,
+which the site sets through Pyodide's ``env`` option, relative to the worker's URL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .assets import Assets, find_assets
+
+__all__ = [
+    "EXAMPLE_MODELS",
+    "EXAMPLE_PACKAGES",
+    "KERNEL_PACKAGES",
+    "KERNEL_WORKER_DIR",
+    "LiteError",
+    "LiteSite",
+    "build_lite",
+    "example_notebooks",
+    "ort_build_files",
+    "pyodide_closure",
+    "write_example_models",
+]
+
+#: What jupyterlite-pyodide-kernel 0.6.1 loads from the Pyodide lock while its kernel
+#: boots: micropip (to install piplite), then ssl, sqlite3, jedi and ipython through
+#: piplite, which takes packages of the lock before any index.
+KERNEL_PACKAGES = ("micropip", "ssl", "sqlite3", "jedi", "ipython")
+#: Always shipped: what ``import ortweb`` loads.
+RUNTIME_PACKAGES = ("numpy", "ortweb")
+#: What the example notebooks import besides ortweb (the timings plot).
+EXAMPLE_PACKAGES = ("matplotlib",)
+#: PyPI wheels the kernel installs at boot that neither the Pyodide lock nor the
+#: kernel's own index carry; pinned in assets.lock.json, fetched by build.py setup.
+KERNEL_PYPI = ("comm",)
+#: Pyodide's core files for a kernel: it loads ``pyodide.js`` with importScripts (the
+#: worker is a classic one), which loads the rest. ``pyodide.mjs`` is not needed.
+PYODIDE_CORE = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")
+#: Where the kernel's worker script lives in the built site; relative URLs in the
+#: kernel (``$ORTWEB_BRIDGE_URL``) resolve against it.
+KERNEL_WORKER_DIR = "extensions/@jupyterlite/pyodide-kernel-extension/static"
+#: Where ortweb's own files go in the site.
+ORTWEB_DIR = "static/ortweb"
+#: The example models: file name → (sample generator, keyword arguments).
+EXAMPLE_MODELS: dict[str, tuple[str, dict[str, int]]] = {
+    "mlp.onnx": ("mlp_model", {"n_in": 64, "n_hidden": 32, "n_out": 10, "seed": 0}),
+    "encoder.onnx": ("mlp_model", {"n_in": 64, "n_hidden": 48, "n_out": 16, "seed": 1}),
+    "head.onnx": ("mlp_model", {"n_in": 16, "n_hidden": 16, "n_out": 10, "seed": 2}),
+}
+
+_KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
+#: JupyterLab settings of the site. JupyterLab 4 detaches the cells scrolled out of
+#: view ("full" windowing); with "none" every cell and output stays in the page, so
+#: the browser's search finds them, and so do the tests reading outputs from the DOM.
+_SETTINGS = {"@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}
+_MARKER = ".ortweb-lite"
+_BUILD_RE = re.compile(r"(\w+):\s*\{\s*module:\s*'([^']+)',\s*wasm:\s*'([^']+)'")
+
+
+class LiteError(RuntimeError):
+    """The site could not be built; the message says why and what to do."""
+
+
+@dataclass
+class LiteSite:
+    """A built site.
+
+    Attributes
+    ----------
+    out : Path
+        The site's folder (serve it over HTTP, e.g. ``ortweb serve OUT``).
+    packages : list of str
+        The Pyodide packages it ships.
+    notebooks : list of str
+        Paths of the notebooks in its file browser.
+    sizes : dict of str to int
+        Bytes per top-level entry of ``out``.
+    """
+
+    out: Path
+    packages: list[str]
+    notebooks: list[str]
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        """Total bytes of the site."""
+        return sum(self.sizes.values())
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pyodide_closure(lock: dict[str, Any], names: Iterable[str]) -> list[str]:
+    """``names`` and every package they depend on, as the lock's keys, sorted.
+
+    Raises
+    ------
+    LiteError
+        When a package is not in the lock.
+    """
+    packages = lock["packages"]
+    seen: set[str] = set()
+    todo = [_canonical(n) for n in names]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        if name not in packages:
+            raise LiteError(f"Pyodide package {name!r} is not in the Pyodide lock")
+        seen.add(name)
+        todo.extend(_canonical(d) for d in packages[name]["depends"])
+    return sorted(seen)
+
+
+def ort_build_files(runtime_js: Path, builds: Sequence[str]) -> list[str]:
+    """The ORT-web dist files that ``builds`` (keys of ``BUILDS`` in runtime.js) load.
+
+    Each build is its module, its wasm, and the wasm's Emscripten glue (same name,
+    ``.mjs``). Read from the bridge itself so that the site cannot drift from it.
+    """
+    table = {m[0]: (m[1], m[2]) for m in _BUILD_RE.findall(runtime_js.read_text())}
+    if not table:
+        raise LiteError(f"no BUILDS table found in {runtime_js}")
+    files: list[str] = []
+    for build in builds:
+        if build not in table:
+            raise LiteError(f"unknown onnxruntime-web build {build!r} (known: {sorted(table)})")
+        module, wasm = table[build]
+        files += [module, wasm, wasm.removesuffix(".wasm") + ".mjs"]
+    return sorted(set(files))
+
+
+def example_notebooks(assets: Assets) -> list[Path]:
+    """ortweb's example notebooks, in order."""
+    return sorted((assets.web / "notebooks").glob("*.ipynb"))
+
+
+def write_example_models(dest: Path) -> list[Path]:
+    """Write the models the example notebooks open into ``dest``."""
+    from . import samples
+
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (generator, kwargs) in EXAMPLE_MODELS.items():
+        path = dest / name
+        path.write_bytes(getattr(samples, generator)(**kwargs))
+        written.append(path)
+    return written
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str]) -> list[str]:
+    """Core files, the wanted wheels (sha256 checked) and a lock of just those."""
+    lock = json.loads((assets.pyodide / "pyodide-lock.json").read_text())
+    if "ortweb" not in lock["packages"]:
+        raise LiteError(f"{assets.pyodide / 'pyodide-lock.json'} has no ortweb entry: run "
+                        "`python3 build.py setup`")
+    names = pyodide_closure(lock, wanted)
+    dest.mkdir(parents=True)
+    for name in PYODIDE_CORE:
+        shutil.copyfile(assets.pyodide / name, dest / name)
+    for name in names:
+        entry = lock["packages"][name]
+        src = assets.pyodide / entry["file_name"]
+        if not src.exists():
+            raise LiteError(
+                f"{src.name} (Pyodide package {name}) is not in {assets.pyodide}: add "
+                f"{name!r} to assets.lock.json's pyodide_packages and run "
+                "`python3 build.py setup`"
+            )
+        if _sha256(src) != entry["sha256"]:
+            raise LiteError(f"{src} does not match the sha256 of the Pyodide lock")
+        shutil.copyfile(src, dest / entry["file_name"])
+    # Only what ships is listed: a package the site lacks then fails by name in the
+    # kernel rather than with a 404 from a lock entry that points nowhere.
+    lock["packages"] = {name: lock["packages"][name] for name in names}
+    (dest / "pyodide-lock.json").write_text(json.dumps(lock, sort_keys=True))
+    return names
+
+
+def _stage_pypi(assets: Assets, dest: Path) -> None:
+    manifest = json.loads((assets.root / "assets.lock.json").read_text())
+    dest.mkdir(parents=True)
+    for name in KERNEL_PYPI:
+        pin = manifest["pypi"].get(name)
+        if pin is None:
+            raise LiteError(f"assets.lock.json pins no PyPI wheel {name!r}")
+        src = assets.root / "build" / "downloads" / pin["file"]
+        if not src.exists() or _sha256(src) != pin["sha256"]:
+            raise LiteError(f"{src} is missing or not the pinned file: run "
+                            "`python3 build.py setup`")
+        shutil.copyfile(src, dest / src.name)
+
+
+def _lite_config(bridge_url: str) -> dict[str, Any]:
+    return {
+        "jupyter-lite-schema-version": 0,
+        "jupyter-config-data": {
+            "appName": "ortweb",
+            "litePluginSettings": {
+                _KERNEL_PLUGIN: {
+                    # The kernel's boot installs come from the site's own pypi/ folder.
+                    "disablePyPIFallback": True,
+                    # Pyodide copies `env` into os.environ, where ortweb._bridge looks.
+                    "loadPyodideOptions": {"env": {"ORTWEB_BRIDGE_URL": bridge_url}},
+                },
+            },
+        },
+    }
+
+
+def _build_config(kernel_labextensions: Path) -> dict[str, Any]:
+    return {
+        "LiteBuildConfig": {
+            # Lab alone: it has the file browser and the notebook; other apps only add size.
+            "apps": ["lab"],
+            "no_sourcemaps": True,
+            "no_unused_shared_packages": True,
+            # Only the Pyodide kernel's extension, not every labextension that happens to
+            # be installed in this environment (jupyter-server brings jupyterlab_pygments).
+            "ignore_sys_prefix": ["federated_extensions"],
+        },
+        "FederatedExtensionAddon": {"extra_labextensions_path": [str(kernel_labextensions)]},
+    }
+
+
+def _kernel_labextensions() -> Path:
+    """The folder holding the installed ``pyodide-kernel-extension``."""
+    for prefix in (sys.prefix, sys.base_prefix):
+        path = Path(prefix) / "share" / "jupyter" / "labextensions" / "@jupyterlite"
+        if (path / "pyodide-kernel-extension" / "package.json").exists():
+            return path
+    raise LiteError(
+        "jupyterlite-pyodide-kernel is not installed in this Python: install ortweb's "
+        "host extra (`python3 build.py setup` in a checkout)"
+    )
+
+
+def _prepare_out(out: Path) -> None:
+    """Make ``out`` empty, refusing to delete a folder that is not a previous site."""
+    if out.exists():
+        if not out.is_dir():
+            raise LiteError(f"{out} exists and is not a folder")
+        if any(out.iterdir()) and not (out / _MARKER).exists():
+            raise LiteError(f"{out} is not empty and was not made by `ortweb lite`: "
+                            "choose an empty or new folder")
+        shutil.rmtree(out)
+
+
+def _sizes(out: Path) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for path in out.rglob("*"):
+        if path.is_file():
+            top = path.relative_to(out).parts[0]
+            sizes[top] = sizes.get(top, 0) + path.stat().st_size
+    return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+
+
+def build_lite(
+    out: Path,
+    *,
+    notebooks: Sequence[Path] = (),
+    models: Sequence[Path] = (),
+    examples: bool = True,
+    packages: Sequence[str] = (),
+    webgpu_build: str = "native",
+    assets: Assets | None = None,
+    log: Callable[[str], None] | None = None,
+) -> LiteSite:
+    """Build the JupyterLite site into ``out``.
+
+    Parameters
+    ----------
+    out : Path
+        The site's folder: new, empty, or a site built before (it is replaced).
+    notebooks : sequence of Path
+        Notebooks for the file browser: ``.ipynb`` files, or folders whose files all
+        go in at the top (a file of the same name as an example's replaces it).
+    models : sequence of Path
+        Model files for the file browser, next to the notebooks.
+    examples : bool
+        Include ortweb's example notebooks and the models they open.
+    packages : sequence of str
+        More Pyodide packages for the notebooks (they must be among the verified wheels
+        of ``build/pyodide``: see ``pyodide_packages`` in assets.lock.json).
+    webgpu_build : str
+        The ORT-web WebGPU build to ship (``"native"``, the bridge's default, or
+        ``"jsep"``); the plain wasm build always ships.
+    assets : Assets, optional
+        ortweb's browser assets (default: :func:`ortweb.host.assets.find_assets`).
+    log : callable, optional
+        Called with progress messages.
+
+    Returns
+    -------
+    LiteSite
+
+    Raises
+    ------
+    LiteError
+        When an input is missing or JupyterLite's build fails.
+    """
+    say = log or (lambda _msg: None)
+    assets = assets or find_assets()
+    out = Path(out).resolve()
+    for path in [*notebooks, *models]:
+        if not Path(path).exists():
+            raise LiteError(f"{path} does not exist")
+    if webgpu_build not in ("native", "jsep"):
+        raise LiteError(f"webgpu_build must be 'native' or 'jsep', got {webgpu_build!r}")
+    _prepare_out(out)
+    wanted = [*RUNTIME_PACKAGES, *KERNEL_PACKAGES, *(EXAMPLE_PACKAGES if examples else ()),
+              *packages]
+    bridge_url = os.path.relpath(f"{ORTWEB_DIR}/bridge/index.js", KERNEL_WORKER_DIR)
+    with tempfile.TemporaryDirectory(prefix="ortweb-lite-") as tmp:
+        lite_dir, contents = Path(tmp) / "lite", Path(tmp) / "contents"
+        say("staging Pyodide, the kernel's wheels and the contents")
+        shipped = _stage_pyodide(assets, lite_dir / "static" / "pyodide", wanted)
+        _stage_pypi(assets, lite_dir / "pypi")
+        (lite_dir / "jupyter-lite.json").write_text(json.dumps(_lite_config(bridge_url), indent=2))
+        (lite_dir / "overrides.json").write_text(json.dumps(_SETTINGS, indent=2))
+        (lite_dir / "jupyter_lite_config.json").write_text(
+            json.dumps(_build_config(_kernel_labextensions()), indent=2)
+        )
+        contents.mkdir()
+        if examples:
+            for nb in example_notebooks(assets):
+                shutil.copyfile(nb, contents / nb.name)
+            write_example_models(contents)
+        for path in [*map(Path, notebooks), *map(Path, models)]:
+            if path.is_dir():
+                # Its files go in at the top, beside the models, so that a notebook opens
+                # a model by its bare name as it did where it was written.
+                shutil.copytree(path, contents, dirs_exist_ok=True)
+            else:
+                shutil.copyfile(path, contents / path.name)
+        say("running jupyter lite build")
+        cmd = [sys.executable, "-m", "jupyterlite_core", "build", "--lite-dir", str(lite_dir),
+               "--output-dir", str(out), "--contents", str(contents)]
+        done = subprocess.run(cmd, cwd=lite_dir, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise LiteError(f"jupyter lite build failed ({done.returncode}):\n"
+                            f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+        listed = sorted(p.relative_to(contents).as_posix() for p in contents.rglob("*.ipynb"))
+    if not (out / KERNEL_WORKER_DIR).is_dir():
+        raise LiteError(f"the built site has no {KERNEL_WORKER_DIR}: this jupyterlite-pyodide-"
+                        "kernel lays out its files differently from the pinned one")
+    say("adding ortweb's bridge and the ORT-web files")
+    ort_dir, bridge_dir = out / ORTWEB_DIR / "ort", out / ORTWEB_DIR / "bridge"
+    ort_dir.mkdir(parents=True)
+    for name in ort_build_files(assets.bridge / "runtime.js", ["wasm", webgpu_build]):
+        shutil.copyfile(assets.ort / name, ort_dir / name)
+    # pyodide_boot.js boots Pyodide in ortweb's own pages; the kernel boots its own.
+    shutil.copytree(assets.bridge, bridge_dir,
+                    ignore=shutil.ignore_patterns("*.md", "*.json", "pyodide_boot.js"))
+    (out / _MARKER).write_text("built by `ortweb lite`; replaced by the next build\n")
+    return LiteSite(out=out, packages=shipped, notebooks=listed, sizes=_sizes(out))
