@@ -14,6 +14,7 @@ import numpy as np
 
 from ._metadata import NodeArg, format_shape
 from ._ortvalue import OrtValue, resolve_element_type
+from ._validate import check_value
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -105,25 +106,7 @@ class IOBinding:
     # -- outputs ------------------------------------------------------------------------
 
     def _check_preallocated(self, arg: NodeArg, value: OrtValue) -> None:
-        if value.is_disposed:
-            raise InvalidArgument(f"output {arg.name!r}: the OrtValue bound was disposed")
-        if value.data_type() != arg.type:
-            raise InvalidArgument(
-                f"output {arg.name!r}: expected {arg.type}, the OrtValue bound holds "
-                f"{value.data_type()}"
-            )
-        dims = value.shape()
-        if len(dims) != len(arg.shape):
-            raise InvalidArgument(
-                f"output {arg.name!r}: expected rank {len(arg.shape)} (shape "
-                f"{format_shape(arg.shape)}), the OrtValue bound has shape {dims}"
-            )
-        for axis, (want, got) in enumerate(zip(arg.shape, dims, strict=True)):
-            if isinstance(want, int) and want != got:
-                raise InvalidArgument(
-                    f"output {arg.name!r}: dimension {axis} must be {want}, the OrtValue bound "
-                    f"has {got} (expected shape {format_shape(arg.shape)}, got {dims})"
-                )
+        check_value(arg, value, role="output")
 
     def bind_output(
         self, name: str, device_type: str = "cpu", device_id: int = 0,

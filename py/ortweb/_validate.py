@@ -17,7 +17,9 @@ from ._metadata import NodeArg, format_shape
 from ._ortvalue import OrtValue
 from .errors import InvalidArgument
 
-__all__ = ["MAX_TENSOR_BYTES", "check_feeds", "check_output_names", "describe"]
+__all__ = [
+    "MAX_TENSOR_BYTES", "check_feeds", "check_output_names", "check_value", "describe",
+]
 
 #: The largest CPU tensor ortweb hands to onnxruntime-web. Its wasm heap is 32-bit:
 #: 4 GiB at most, shared by the model, a copy of every feed, the outputs and every
@@ -107,17 +109,18 @@ def _check_strings(arg: NodeArg, array: np.ndarray) -> None:
 
 
 def _check_shape(
-    arg: NodeArg, got: tuple[int, ...], symbols: dict[str, tuple[int, str]]
+    arg: NodeArg, got: tuple[int, ...], symbols: dict[str, tuple[int, str]],
+    role: str = "input",
 ) -> None:
     if len(got) != len(arg.shape):
         raise InvalidArgument(
-            f"input {arg.name!r}: expected rank {len(arg.shape)} "
+            f"{role} {arg.name!r}: expected rank {len(arg.shape)} "
             f"(shape {format_shape(arg.shape)}), got rank {len(got)} (shape {list(got)})"
         )
     for axis, (want, size) in enumerate(zip(arg.shape, got, strict=True)):
         if isinstance(want, int) and want != size:
             raise InvalidArgument(
-                f"input {arg.name!r}: dimension {axis} must be {want}, got {size} "
+                f"{role} {arg.name!r}: dimension {axis} must be {want}, got {size} "
                 f"(expected shape {format_shape(arg.shape)}, got {list(got)})"
             )
         if isinstance(want, str):
@@ -126,7 +129,7 @@ def _check_shape(
                 symbols[want] = (size, arg.name)
             elif seen[0] != size:
                 raise InvalidArgument(
-                    f"input {arg.name!r}: dimension {axis} ({want!r}) is {size}, but input "
+                    f"{role} {arg.name!r}: dimension {axis} ({want!r}) is {size}, but input "
                     f"{seen[1]!r} has {want!r} = {seen[0]}; inputs sharing a symbolic "
                     f"dimension must agree"
                 )
@@ -145,13 +148,19 @@ def _check_size(arg: NodeArg, array: np.ndarray, dtype: _dtypes.DType) -> None:
         )
 
 
-def _check_value(arg: NodeArg, value: OrtValue) -> _dtypes.DType:
+def check_value(
+    arg: NodeArg, value: OrtValue, role: str = "input",
+    symbols: dict[str, tuple[int, str]] | None = None,
+) -> _dtypes.DType:
+    """Check an OrtValue fed as input (or bound as output) ``arg``: not disposed,
+    the model's element type, rank and fixed dims (and shared symbolic dims)."""
     if value.is_disposed:
-        raise InvalidArgument(f"input {arg.name!r}: the OrtValue fed was disposed")
+        raise InvalidArgument(f"{role} {arg.name!r}: the OrtValue given was disposed")
     if value.data_type() != arg.type:
         raise InvalidArgument(
-            f"input {arg.name!r}: expected {arg.type}, got an OrtValue of {value.data_type()}"
+            f"{role} {arg.name!r}: expected {arg.type}, got an OrtValue of {value.data_type()}"
         )
+    _check_shape(arg, tuple(value.shape()), {} if symbols is None else symbols, role)
     return _dtypes.by_onnx(arg.type)
 
 
@@ -194,9 +203,7 @@ def check_feeds(
     for arg in inputs:
         value = feeds[arg.name]
         if isinstance(value, OrtValue):
-            dtype = _check_value(arg, value)
-            _check_shape(arg, tuple(value.shape()), symbols)
-            checked.append((arg, dtype, value))
+            checked.append((arg, check_value(arg, value, "input", symbols), value))
             continue
         array = _as_array(arg, value)
         dtype = _check_dtype(arg, array)
