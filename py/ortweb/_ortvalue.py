@@ -112,10 +112,7 @@ class OrtValue:
     # -- construction ---------------------------------------------------------------
 
     @classmethod
-    async def ortvalue_from_numpy_async(
-        cls, array: Any, device_type: str = "cpu", device_id: int = 0
-    ) -> OrtValue:
-        """Async :meth:`ortvalue_from_numpy` (the upload to WebGPU is asynchronous)."""
+    def _on_cpu(cls, array: Any) -> OrtValue:
         if not isinstance(array, np.ndarray | np.generic):
             raise InvalidArgument(
                 f"ortvalue_from_numpy: expected a numpy.ndarray, got {type(array).__name__}"
@@ -124,15 +121,27 @@ class OrtValue:
         dtype = _dtypes.by_numpy(array.dtype)
         if dtype is None:
             raise InvalidArgument(f"ortvalue_from_numpy: unsupported dtype {array.dtype}")
+        return cls._make(dtype, array.shape, array=array, owner="cpu")
+
+    @classmethod
+    async def ortvalue_from_numpy_async(
+        cls, array: Any, device_type: str = "cpu", device_id: int = 0
+    ) -> OrtValue:
+        """Async :meth:`ortvalue_from_numpy` (the upload to WebGPU is asynchronous)."""
+        value = cls._on_cpu(array)
         if _device(device_type) == "cpu":
-            return cls._make(dtype, array.shape, array=array, owner="cpu")
+            return value
+        # The CPU value only served to check the array; it holds nothing to release.
+        dtype, data = value._dtype, value._array
+        value.dispose()
+        assert data is not None
         if not dtype.gpu:
             raise InvalidArgument(
                 f"ortvalue_from_numpy: {dtype.onnx} cannot live in a WebGPU buffer "
                 "(onnxruntime-web takes float32, float16, int32, int64, uint32, uint8, bool)"
             )
-        handle = await _bridge.upload_value(to_wire(array, dtype))
-        return cls._make(dtype, array.shape, handle=handle, owner="ortweb")
+        handle = await _bridge.upload_value(to_wire(data, dtype))
+        return cls._make(dtype, data.shape, handle=handle, owner="ortweb")
 
     @classmethod
     def ortvalue_from_numpy(
@@ -144,15 +153,7 @@ class OrtValue:
         (blocks through JSPI; in async code use :meth:`ortvalue_from_numpy_async`).
         """
         if _device(device_type) == "cpu":
-            if not isinstance(array, np.ndarray | np.generic):
-                raise InvalidArgument(
-                    f"ortvalue_from_numpy: expected a numpy.ndarray, got {type(array).__name__}"
-                )
-            array = np.asarray(array)
-            dtype = _dtypes.by_numpy(array.dtype)
-            if dtype is None:
-                raise InvalidArgument(f"ortvalue_from_numpy: unsupported dtype {array.dtype}")
-            return cls._make(dtype, array.shape, array=array, owner="cpu")
+            return cls._on_cpu(array)
         return _bridge.block_on(cls.ortvalue_from_numpy_async(array, device_type, device_id))
 
     @classmethod
