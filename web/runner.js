@@ -50,11 +50,12 @@ w.ortwebReady = (async () => {
  * Run Python source with runPythonAsync (so JSPI's run_sync works inside it).
  * @param {string} code
  * @param {string} filename
+ * @param {any} [globals] a Python dict to run in (default: the main module's)
  * @returns {Promise<{ok: boolean, value?: any, type?: string, message?: string}>}
  */
-w.ortwebRunPython = async (code, filename = '<ortweb>') => {
+w.ortwebRunPython = async (code, filename = '<ortweb>', globals = null) => {
   try {
-    let value = await pyodide.runPythonAsync(code, { filename });
+    let value = await pyodide.runPythonAsync(code, globals ? { filename, globals } : { filename });
     if (value && typeof value.toJs === 'function') {
       const proxy = value;
       value = proxy.toJs({ dict_converter: Object.fromEntries });

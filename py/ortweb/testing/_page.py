@@ -96,21 +96,8 @@ _JS_HELPER = r"""
         const guard = new Promise((resolve) => {
           timer = setTimeout(() => resolve(null), guardMs);
         });
-        const work = (async () => {
-          try {
-            const options = scope ? { filename, globals: scope } : { filename };
-            let value = await py.runPythonAsync(code, options);
-            if (value && typeof value.toJs === 'function') {
-              const proxy = value;
-              value = proxy.toJs({ dict_converter: Object.fromEntries });
-              proxy.destroy();
-            }
-            return { ok: true, value };
-          } catch (err) {
-            const e = /** @type {any} */ (err);
-            return { ok: false, type: e.type ?? e.name, message: String(e.message ?? e) };
-          }
-        })();
+        // The runner page's entry point (web/runner.js), in the test's own globals.
+        const work = w.ortwebRunPython(code, filename, scope);
         const result = await Promise.race([work, guard]);
         clearTimeout(timer);
         disarm(g);
