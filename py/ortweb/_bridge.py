@@ -198,19 +198,14 @@ async def call(method: str, *args: Any, context: str = "") -> Any:
     run or create leaks nothing and the session stays usable.
     """
     bridge = await ensure_bridge()
-    # A future of our own rather than awaiting the JS promise: when the task is
-    # cancelled, the promise still settles later, and its result must go to the
-    # bridge's clean-up instead of into a cancelled future (an uncaught error).
-    future = asyncio.get_event_loop().create_future()
-
-    def settle(envelope: Any) -> None:
-        if future.cancelled():
-            bridge.discard(method, envelope)
-        elif not future.done():
-            future.set_result(envelope)
-
-    getattr(bridge, method)(*args).then(create_once_callable(settle))
-    envelope = await future
+    promise = getattr(bridge, method)(*args)
+    try:
+        envelope = await promise
+    except asyncio.CancelledError:
+        # The JS call still completes (ORT cannot be interrupted): what it produced
+        # goes to the bridge's clean-up, as nobody else will take it.
+        promise.then(create_once_callable(lambda env: bridge.discard(method, env)))
+        raise
     if not envelope.ok:
         err = envelope.error.to_py()
         exc = from_envelope(err, context)

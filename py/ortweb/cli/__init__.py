@@ -10,6 +10,9 @@
     ortweb serve DIR [--host 127.0.0.1] [--port N]
     ortweb lite [--out DIR] [--notebooks DIR]... [--model PATH]... [--package NAME]...
                 [--no-examples] [--serve]
+    ortweb conformance [--providers wasm|webgpu] [--suite node|light|...|all] [--filter REGEX]
+                       [--json OUT] [--jobs N]
+    ortweb bench [--quick] [--json OUT] [--markdown OUT] [--sections LIST]
     ortweb --version
 
 Exit status: 0 on success, 1 when a run fails or outputs differ from native
@@ -102,9 +105,17 @@ def _parser() -> argparse.ArgumentParser:
 
     add_lite_parser(sub)
 
+    from ._conformance import add_parser as add_conformance_parser
+
+    add_conformance_parser(sub)
+
     from ._soak import add_parser as add_soak_parser
 
     add_soak_parser(sub)
+
+    from ._bench import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
 
     serve = sub.add_parser("serve", help="serve a folder with COOP/COEP headers")
     serve.add_argument("directory", type=Path)
@@ -174,10 +185,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._lite import cmd_lite
 
             return cmd_lite(args)
+        if args.command == "conformance":
+            from ._conformance import cmd_conformance
+
+            return cmd_conformance(args)
         if args.command == "soak":
             from ._soak import cmd_soak
 
             return cmd_soak(args)
+        if args.command == "bench":
+            from ._bench import cmd_bench
+
+            return cmd_bench(args)
         if args.command == "serve":
             from ..host.server import serve_forever
 

@@ -1,0 +1,29 @@
+"""Conformance: the ONNX backend test suite through ortweb in the browser, vs native onnxruntime.
+
+- :mod:`.cases` — the cases as data (model bytes, inputs, expected outputs,
+  tolerances), from the installed ``onnx`` package; nothing here runs a model.
+- :mod:`.classify` — comparing outputs with the backend tests' rule and sorting
+  each case into ``pass`` / ``fail`` / ``native-fails`` / ``unsupported``.
+- :mod:`.runner` — native onnxruntime on the host and batches of cases through
+  ortweb's Python API inside Pyodide pages, with crashed or hung pages replaced.
+- :mod:`.report` — summary lines, per-case JSON and the known-failures file.
+"""
+
+from __future__ import annotations
+
+from .cases import SUITES, Case, load_cases
+from .classify import Outcome, Status
+from .report import KnownFailures, summary_line
+from .runner import CaseResult, run_conformance
+
+__all__ = [
+    "SUITES",
+    "Case",
+    "CaseResult",
+    "KnownFailures",
+    "Outcome",
+    "Status",
+    "load_cases",
+    "run_conformance",
+    "summary_line",
+]

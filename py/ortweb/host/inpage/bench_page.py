@@ -1,0 +1,196 @@
+# Runs inside Pyodide for `ortweb bench`: the host defines ORTWEB_ARGS (a JSON string)
+# and this script defines the bench_* coroutines the host then calls, one block at a
+# time, so that it can interleave blocks across pages and with native onnxruntime.
+# Globals persist between runPythonAsync calls in one page.
+# Every block times itself in the page (time.perf_counter for Python, performance.now()
+# inside JS for the plain-JS anchors), so the host's round trips are never counted.
+import json
+import time
+
+import numpy as np
+from pyodide.code import run_js
+from pyodide.ffi import to_js
+
+import ortweb
+from ortweb import _bridge, _convert, _dtypes
+
+BENCH_ARGS = json.loads(ORTWEB_ARGS)  # type: ignore[name-defined]
+if BENCH_ARGS.get("threads"):
+    # Before any ORT runtime loads: one thread count per page.
+    ortweb.set_num_threads(int(BENCH_ARGS["threads"]))
+
+_plain = await run_js("import('/bench_plain.js')")
+# The bridge's own module instance (same URL), for its staging-array pool.
+_tensors = await run_js("import('/bridge/tensors.js')")
+_F32 = _dtypes.by_ort("float32")
+_state = {}
+
+
+def _read_model(key):
+    with open(BENCH_ARGS["models"][key], "rb") as f:
+        return f.read()
+
+
+def _shape(key):
+    return [int(d) for d in BENCH_ARGS["shapes"][key]]
+
+
+async def _wasm_pair(key):
+    """ortweb's session and a plain-JS session of the same model, same ORT module."""
+    if key not in _state:
+        model = _read_model(key)
+        sess = await ortweb.InferenceSession.create(model, providers=["wasm"])
+        js_id = await _plain.createSession("wasm", to_js(model))
+        x = np.random.default_rng(0).standard_normal(_shape(key)).astype(np.float32)
+        _state[key] = (sess, js_id, x, to_js(x.ravel()))
+        # Warm-up: first runs allocate ORT's buffers and are not what is compared.
+        await sess.run_async(None, {sess.get_inputs()[0].name: x})
+        await _plain.timeRuns(js_id, _state[key][3], to_js(_shape(key)), 1)
+    return _state[key]
+
+
+async def _py_runs(sess, x, k):
+    name = sess.get_inputs()[0].name
+    t0 = time.perf_counter()
+    for _ in range(k):
+        await sess.run_async(None, {name: x})
+    return (time.perf_counter() - t0) * 1000 / k
+
+
+async def bench_bridge(key, k, first):
+    """One interleaved pair: ms per call through ortweb and through plain JS."""
+    sess, js_id, x, x_js = await _wasm_pair(key)
+    dims = to_js(_shape(key))
+    out = {}
+    for side in (("py", "js") if first == "py" else ("js", "py")):
+        if side == "py":
+            out["py_ms"] = await _py_runs(sess, x, k)
+        else:
+            out["js_ms"] = await _plain.timeRuns(js_id, x_js, dims, k) / k
+    return json.dumps(out)
+
+
+async def bench_runs(key, k, plain):
+    """ms per run of model ``key`` on wasm, through ortweb or plain JS."""
+    sess, js_id, x, x_js = await _wasm_pair(key)
+    if plain:
+        return json.dumps(await _plain.timeRuns(js_id, x_js, to_js(_shape(key)), k) / k)
+    return json.dumps(await _py_runs(sess, x, k))
+
+
+def _transfer_in(a, k):
+    # The bridge's own hop for a feed: wire form, then a pooled typed array filled
+    # from numpy; the array goes back to the pool as `run` does once ORT copied it.
+    t0 = time.perf_counter()
+    for _ in range(k):
+        buf = _bridge._encode(_convert.to_wire(a, _F32))
+        _tensors.recycle("float32", buf)
+    return (time.perf_counter() - t0) * 1000 / k
+
+
+def _transfer_out(js_array, n, k):
+    # The bridge's own hop for an output: ORT's typed array read into a new numpy array.
+    t0 = time.perf_counter()
+    for _ in range(k):
+        out = _bridge._read(_F32, [n], js_array)
+    ms = (time.perf_counter() - t0) * 1000 / k
+    assert out.shape == (n,)
+    return ms
+
+
+async def bench_transfer(mb, k, first):
+    """One interleaved triple for ``mb`` MiB of float32: ms per copy in, out, JS set."""
+    n = mb * 1024 * 1024 // 4
+    key = f"transfer{mb}"
+    if key not in _state:
+        a = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+        js_array = run_js("(n) => { const a = new Float32Array(n); a.fill(1.5); return a; }")(n)
+        _state[key] = (a, js_array)
+        # Warm-up: the pool's first array and numpy's first buffer of this size.
+        _transfer_in(a, 1)
+        _transfer_out(js_array, n, 1)
+        _plain.timeSet(n * 4, 1)
+    a, js_array = _state[key]
+    steps = {
+        "in_ms": lambda: _transfer_in(a, k),
+        "out_ms": lambda: _transfer_out(js_array, n, k),
+        "set_ms": lambda: _plain.timeSet(n * 4, k) / k,
+    }
+    order = list(steps) if first == "py" else list(reversed(steps))
+    return json.dumps({name: steps[name]() for name in order})
+
+
+async def _chain_setup(mb):
+    key = f"chain{mb}"
+    if key in _state:
+        return _state[key]
+    model_a, model_b = _read_model("chain_a"), _read_model("chain_b")
+    n = mb * 1024 * 1024 // 4
+    x = np.random.default_rng(2).standard_normal((1, n)).astype(np.float32)
+    a_gpu = await ortweb.InferenceSession.create(
+        model_a, providers=["webgpu"], preferred_output_location="gpu-buffer")
+    a_cpu = await ortweb.InferenceSession.create(model_a, providers=["webgpu"])
+    b = await ortweb.InferenceSession.create(model_b, providers=["webgpu"])
+    x_gpu = await ortweb.OrtValue.ortvalue_from_numpy_async(x, "webgpu")
+    device = await ortweb.webgpu_device_async()
+    js_a_gpu = await _plain.createSession("webgpu", to_js(model_a), device, True)
+    js_a_cpu = await _plain.createSession("webgpu", to_js(model_a), device, False)
+    js_b = await _plain.createSession("webgpu", to_js(model_b), device, False)
+    x_js = to_js(x.ravel())
+    x_js_gpu = _plain.gpuBufferOf(device, x_js)
+    _state[key] = (a_gpu, a_cpu, b, x, x_gpu, js_a_gpu, js_a_cpu, js_b, x_js, x_js_gpu)
+    for gpu in (True, False):  # warm-up: shader compilation, buffer pools
+        await _py_chain(_state[key], 1, gpu)
+        await _plain.timeChain(js_a_gpu if gpu else js_a_cpu, js_b,
+                               x_js_gpu if gpu else x_js, to_js([1, n]), 1, gpu)
+    return _state[key]
+
+
+async def _py_chain(st, k, gpu):
+    a_gpu, a_cpu, b, x, x_gpu = st[:5]
+    t0 = time.perf_counter()
+    for _ in range(k):
+        if gpu:
+            # A's output stays on the GPU and feeds B; only B's result comes back.
+            (y,) = await a_gpu.run_async(None, {"x": x_gpu})
+            (z,) = await b.run_async(None, {"y": y})
+            y.dispose()
+        else:
+            # The CPU round trip: A's output downloaded to numpy and uploaded again.
+            (y,) = await a_cpu.run_async(None, {"x": x})
+            (z,) = await b.run_async(None, {"y": y})
+    ms = (time.perf_counter() - t0) * 1000 / k
+    assert z.shape == x.shape
+    return ms
+
+
+async def bench_chain(mb, k, first):
+    """One interleaved round: ms per chain pass, GPU-kept and CPU round trip,
+    through ortweb and in plain JS."""
+    st = await _chain_setup(mb)
+    n = st[3].size
+    js_a_gpu, js_a_cpu, js_b, x_js, x_js_gpu = st[5:]
+    dims = to_js([1, n])
+    steps = {
+        "py_gpu_ms": lambda: _py_chain(st, k, True),
+        "py_cpu_ms": lambda: _py_chain(st, k, False),
+        "js_gpu_ms": lambda: _plain.timeChain(js_a_gpu, js_b, x_js_gpu, dims, k, True),
+        "js_cpu_ms": lambda: _plain.timeChain(js_a_cpu, js_b, x_js, dims, k, False),
+    }
+    order = list(steps) if first == "py" else list(reversed(steps))
+    out = {}
+    for name in order:
+        ms = await steps[name]()
+        out[name] = ms if name.startswith("py") else ms / k
+    return json.dumps(out)
+
+
+async def bench_runtime_info():
+    """Threads ORT actually uses, per loaded build, and the page's isolation."""
+    info = await ortweb.runtime_info_async()
+    return json.dumps({"builds": info.get("builds"),
+                       "cross_origin_isolated": info.get("cross_origin_isolated"),
+                       "hardware_concurrency": info.get("hardware_concurrency")}, default=str)
+
+
+json.dumps({"ok": True})

@@ -1,0 +1,46 @@
+"""``ortweb bench`` end to end on a very small plan: the report's form, sane values.
+
+Speed goals live in the benchmark itself, never in timed tests: this only checks
+that the sections run, pair up and produce finite figures under the fixed keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from ortweb.host import bench
+
+
+@pytest.mark.browser
+def test_small_bench_reports_every_fixed_key(runtime, tmp_path) -> None:
+    plan = bench.Plan(bridge_models=("tiny",), bridge_pairs=2, tiny_k=5,
+                      transfer_sizes=(16,), transfer_pairs=2)
+    result = bench.run_bench(runtime, plan, sections=["bridge", "transfer"], log=print)
+    bench.write_outputs(result, tmp_path / "r.json", tmp_path / "r.md")
+    data = json.loads((tmp_path / "r.json").read_text())
+
+    assert set(bench.FIXED_KEYS) <= set(data["figures"])
+    for stats in data["figures"].values():
+        assert set(stats) == {"median", "min", "max", "n"}
+    meta = data["meta"]
+    assert meta["machine"]["cpu_count"] >= 1 and meta["browser"].startswith("Chromium")
+    assert meta["versions"]["pyodide"] == "0.27.7"
+    assert meta["versions"]["onnxruntime-web"] == "1.30.0"
+
+    extra = data["figures"]["bridge_extra_ms_tiny"]
+    assert extra["n"] == 2 and extra["min"] <= extra["median"] <= extra["max"]
+    # Per-call figures in milliseconds: finite, and a tiny model is not seconds.
+    assert math.isfinite(extra["median"]) and -5 < extra["median"] < 500
+    assert 0 < data["details"]["plain_js_run_ms_tiny"]["median"] < 500
+    for key in ("transfer_in_gbps_16mb", "transfer_out_gbps_16mb"):
+        s = data["figures"][key]
+        assert s["n"] == 2 and 0.01 < s["median"] < 1000, (key, s)
+    assert data["details"]["js_set_gbps_16mb"]["n"] == 2
+    # Sections not run say so rather than inventing a figure.
+    assert data["figures"]["cold_start_ratio"]["n"] == 0
+    assert bench.verdict("cold_start_ratio", data["figures"]["cold_start_ratio"]) == "not run"
+    table = bench.render_table(data)
+    assert all(key in table for key in bench.FIXED_KEYS)
