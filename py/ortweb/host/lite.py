@@ -179,11 +179,8 @@ def write_example_models(dest: Path) -> list[Path]:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str]) -> list[str]:
