@@ -49,6 +49,9 @@ def test_order_is_respected(page, models, order, want):
     r = _session_report(page, models["two"], repr(order))
     assert r["provider"] == want
     assert r["attempts"][0] == [want, "used", ""]
+    # The other one was merely later in the order: listed, but not as skipped.
+    assert r["attempts"][1][:2] == [order[1], "not needed"]
+    assert r["skipped"] == {}
 
 
 @pytest.mark.webgpu

@@ -13,8 +13,9 @@ class ProviderAttempt:
 
     ``status`` is ``'used'``, ``'skipped'`` (not available here, or cannot run the
     model's types), ``'failed'`` (ORT failed to create the session on it),
-    ``'disallowed'``/``'not tried'`` (the policy ruled it out) or ``'measured'``
-    (``"auto"`` timed it and chose another).
+    ``'disallowed'``/``'not tried'`` (the policy ruled it out), ``'measured'``
+    (``"auto"`` timed it and chose another) or ``'not needed'`` (later in the
+    order than the provider that ran).
     """
 
     provider: str
@@ -62,8 +63,10 @@ class ProviderReport:
     auto: str | None = None
 
     def reasons(self) -> dict[str, str]:
-        """Provider → why it is not the one running (for every provider not used)."""
-        return {a.provider: a.reason for a in self.attempts if a.status != "used"}
+        """Provider → why it could not or may not run this session (providers merely
+        later in the order than the one that ran are not listed)."""
+        return {a.provider: a.reason for a in self.attempts
+                if a.status not in ("used", "not needed")}
 
     def __str__(self) -> str:
         lines = [f"provider: {self.provider} (onnxruntime-web build: {self.build}; "

@@ -123,7 +123,7 @@ def _make_report(
             status = "disallowed" if reason.startswith("disallowed") else "not tried"
             attempts.append(ProviderAttempt(provider, status, reason))
         else:
-            attempts.append(ProviderAttempt(provider, "not tried", f"{used!r} came first"))
+            attempts.append(ProviderAttempt(provider, "not needed", f"{used!r} came first"))
     placement = info.get("placement") or {}
     nodes = placement.get("nodes") or {}
     cpu = list(nodes.get("CPUExecutionProvider", []))
