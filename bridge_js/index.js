@@ -15,10 +15,10 @@ import { installConsoleTap } from './placement.js';
 import { pageQueue } from './queue.js';
 import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu, runtimeInfo } from './runtime.js';
 import {
-  createSession, liveSessions, readGpuValue, releaseSession, runSession, sessionInfo, uploadValue, webgpuDevice,
+  createSession, liveSessions, readGpuValue, releaseSession, runSession, uploadValue, webgpuDevice,
 } from './sessions.js';
 import { allocate, pooled } from './tensors.js';
-import { deleteChoice, getChoice, persistent, putChoice } from './store.js';
+import { deleteChoice, getChoice, putChoice } from './store.js';
 import { disposeValue, getValue, valueFromUserBuffer, valueStats } from './values.js';
 
 export const BRIDGE_VERSION = '0.1.0';
@@ -129,11 +129,8 @@ export function createBridge(options = {}) {
     putChoice: (key, value) => enveloped(() => putChoice(key, value)),
     /** @param {string} key */
     deleteChoice: (key) => enveloped(() => deleteChoice(key)),
-    choicesPersist: persistent,
     /** @param {number} handle */
     release: (handle) => enveloped(() => releaseSession(handle)),
-    /** @param {number} handle */
-    sessionInfo,
     stats: () => ({
       sessions: liveSessions(), queued: pageQueue.pending, builds: loadedBuilds(), values: valueStats(), pooledBytes: pooled(),
     }),

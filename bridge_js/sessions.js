@@ -343,12 +343,3 @@ export function releaseSession(handle) {
     return true;
   });
 }
-
-/**
- * The provider and build a handle runs on.
- * @param {number} handle
- */
-export function sessionInfo(handle) {
-  const { provider, build } = entry(handle);
-  return { provider, build };
-}

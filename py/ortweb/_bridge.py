@@ -48,7 +48,7 @@ IN_BROWSER = sys.platform == "emscripten"
 if IN_BROWSER:  # pragma: no cover - exercised by the browser tests
     import js
     from pyodide.code import run_js
-    from pyodide.ffi import JsProxy, create_once_callable, to_js
+    from pyodide.ffi import create_once_callable, to_js
 
     try:
         from pyodide.ffi import can_run_sync, run_sync
@@ -58,7 +58,6 @@ if IN_BROWSER:  # pragma: no cover - exercised by the browser tests
 else:
     js = None
     run_js = None
-    JsProxy = object
     create_once_callable = None
     to_js = None
     can_run_sync = None

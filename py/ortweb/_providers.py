@@ -14,9 +14,8 @@ from typing import Any
 
 from .errors import InvalidArgument
 
-__all__ = ["DEFAULT_PROVIDERS", "KNOWN", "normalize_providers"]
+__all__ = ["DEFAULT_PROVIDERS", "normalize_providers"]
 
-KNOWN = ("webgpu", "wasm")
 DEFAULT_PROVIDERS = ("webgpu", "wasm")
 
 _ALIASES = {

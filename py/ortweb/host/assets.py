@@ -7,6 +7,7 @@ core, verified wheels, the ortweb wheel and lock), ``build/npm/onnxruntime-web``
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,7 +78,13 @@ class Assets:
 def find_assets() -> Assets:
     """The assets of ``ORTWEB_HOME`` or of the checkout this module lives in."""
     env = os.environ.get("ORTWEB_HOME")
-    root = Path(env) if env else Path(__file__).resolve().parents[3]
+    return _checked(Path(env) if env else Path(__file__).resolve().parents[3])
+
+
+@functools.cache
+def _checked(root: Path) -> Assets:
+    # Once per process: the wheel is rebuilt from the sources a process starts
+    # with, not again by every command, site build or page it opens.
     assets = Assets(root)
     assets.check()
     if assets.package_dir.exists():
