@@ -13,6 +13,7 @@ import { trackDestroyedBuffers } from './gpu.js';
 import { installMeters, meters } from './meters.js';
 import { installConsoleTap } from './placement.js';
 import { pageQueue } from './queue.js';
+import { createScheduler } from './scheduler.js';
 import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu, runtimeInfo } from './runtime.js';
 import {
   createSession, liveSessions, readGpuValue, releaseSession, runSession, uploadValue, webgpuDevice,
@@ -54,6 +55,8 @@ export function createBridge(options = {}) {
       return { ...config, defaultProviders: bridge.defaultProviders };
     },
     allocate,
+    /** For Pyodide's event loop on a page's main thread (see scheduler.js). */
+    scheduleCallback: createScheduler(),
     settings: () => ({ ...config, defaultProviders: bridge.defaultProviders }),
     probeWebGpu: () => enveloped(probeWebGpu),
     /** @param {string} build */
@@ -64,13 +67,22 @@ export function createBridge(options = {}) {
     /** @param {Uint8Array} bytes @param {string[]} providers @param {object} options */
     createSession: (bytes, providers, options) => enveloped(() => createSession(bytes, providers, options)),
     /**
+     * Feeds and fetches come as arrays, not objects: Python builds a JS array
+     * several times faster than an object, and this is the per-call path.
      * @param {number} handle
-     * @param {import('./sessions.js').FeedSpec[]} feeds
-     * @param {import('./sessions.js').FetchSpec[]} fetches
+     * @param {Array<[string, string, number[], any] | [string, number]>} feeds
+     *   `[name, type, dims, data]` for CPU data, `[name, valueHandle]` for a GPU value
+     * @param {Array<[string, number|null]>} fetches `[name, valueHandle or null]`, in order
      * @param {object|null} [runOptions]
      */
-    run: (handle, feeds, fetches, runOptions = null) =>
-      enveloped(() => runSession(handle, feeds, fetches, runOptions)),
+    run: (handle, feeds, fetches, runOptions = null) => enveloped(() => runSession(
+      handle,
+      feeds.map((f) => (f.length === 2
+        ? { name: f[0], value: /** @type {number} */ (f[1]) }
+        : { name: f[0], type: /** @type {string} */ (f[1]), dims: f[2], data: f[3] })),
+      fetches.map(([name, value]) => ({ name, value })),
+      runOptions,
+    )),
     /** @param {string} type @param {number[]} dims @param {any} data */
     uploadValue: (type, dims, data) => enveloped(() => uploadValue(type, dims, data)),
     /** @param {number} handle @param {boolean} release */
@@ -113,6 +125,32 @@ export function createBridge(options = {}) {
       } else if (method === 'uploadValue') {
         disposeValue(v);
       }
+    },
+    /**
+     * Start `bridge[method](...args)` and return a job that records its envelope
+     * when it settles: `{done, envelope, promise, wait()}`. Python looks at `done` after one
+     * turn of the event loop rather than awaiting the promise: Pyodide wraps an
+     * awaited promise in an asyncio Future, and that costs a second trip through
+     * the event loop per call (see `_bridge.call`).
+     * @param {string} method @param {...any} args
+     */
+    start: (method, ...args) => {
+      const job = {
+        done: false,
+        envelope: /** @type {any} */ (null),
+        promise: /** @type {Promise<any>} */ (Promise.resolve(null)),
+        // A call's result is what Pyodide turns into a Future cheaply; a promise
+        // read as an attribute is wrapped in a Task first when waited on.
+        wait: () => job.promise,
+      };
+      const fn = /** @type {any} */ (bridge)[method];
+      job.promise = (typeof fn === 'function' ? fn(...args) : Promise.resolve(fail(new Error(`no bridge method '${method}'`))))
+        .then((/** @type {any} */ envelope) => {
+          job.done = true;
+          job.envelope = envelope;
+          return envelope;
+        });
+      return job;
     },
     meters,
     /** Collect garbage (when the page exposes gc()) and let finalizers run, then read. */

@@ -141,7 +141,10 @@ async def runtime_info_async() -> dict[str, Any]:
         or ``'jsep'``, a setting); ``builds`` loaded, each with its version and the
         wasm thread count ORT actually uses; ``webgpu`` (available, reason, adapter
         info, features such as ``shader-f16``); ``cross_origin_isolated``;
-        ``simd``; ``requested_threads``; ``hardware_concurrency``; ``in_worker``.
+        ``simd``; ``requested_threads``; ``hardware_concurrency``; ``in_worker``;
+        ``event_loop``: ``'ortweb'`` when asyncio's callbacks run through the bridge's
+        faster scheduler, ``'pyodide'`` when through Pyodide's own (in a worker, or
+        turned off with ``ortwebConfig.fastEventLoop = false``).
     """
     from . import __version__
 
@@ -158,6 +161,7 @@ async def runtime_info_async() -> dict[str, Any]:
         "requested_threads": info["requestedThreads"],
         "hardware_concurrency": info["hardwareConcurrency"],
         "in_worker": info["inWorker"],
+        "event_loop": _bridge.event_loop(),
     }
 
 

@@ -340,6 +340,8 @@ class InferenceSession:
         self._check_open()
         names = check_output_names(self._outputs, output_names)
         outputs = await self._execute(input_feed, [(n, None) for n in names], run_options)
+        if self._locations is None:
+            return outputs  # numpy arrays only: the common case, kept short
         results: list[Any] = []
         for name, out in zip(names, outputs, strict=True):
             if isinstance(out, _bridge.GpuOutput):
@@ -364,8 +366,9 @@ class InferenceSession:
                 f"run_options: expected ortweb.RunOptions or None, got {type(run_options).__name__}"
             )
         feeds: list[_bridge.Feed] = []
-        on_gpu = any(h is not None for _, h in fetches) or any(
-            self.output_location(n) == "gpu-buffer" for n, _ in fetches
+        on_gpu = any(h is not None for _, h in fetches) or (
+            self._locations is not None
+            and any(self.output_location(n) == "gpu-buffer" for n, _ in fetches)
         )
         for arg, dtype, value in check_feeds(self._inputs, input_feed):
             if isinstance(value, OrtValue) and value.handle is not None:

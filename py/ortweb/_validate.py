@@ -7,6 +7,7 @@ message that names the input, what was expected and what came.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -138,7 +139,7 @@ def _check_shape(
 def _check_size(arg: NodeArg, array: np.ndarray, dtype: _dtypes.DType) -> None:
     # Computed from the shape, not array.nbytes: a broadcast view is small in
     # memory but becomes full size once made contiguous for the runtime.
-    size = int(np.prod(array.shape, dtype=np.float64)) * dtype.itemsize
+    size = math.prod(array.shape) * dtype.itemsize  # exact: Python ints
     if size > MAX_TENSOR_BYTES:
         raise InvalidArgument(
             f"input {arg.name!r}: {size / 1024**3:.2f} GiB ({list(array.shape)} of "
