@@ -35,6 +35,9 @@ def test_small_bench_reports_every_fixed_key(runtime, tmp_path) -> None:
     # Per-call figures in milliseconds: finite, and a tiny model is not seconds.
     assert math.isfinite(extra["median"]) and -5 < extra["median"] < 500
     assert 0 < data["details"]["plain_js_run_ms_tiny"]["median"] < 500
+    # The sync API and a bare event-loop turn are measured in the same rounds.
+    assert data["details"]["bridge_extra_ms_tiny_sync"]["n"] == 2
+    assert 0 < data["details"]["pyodide_event_loop_turn_ms"]["median"] < 100
     for key in ("transfer_in_gbps_16mb", "transfer_out_gbps_16mb"):
         s = data["figures"][key]
         assert s["n"] == 2 and 0.01 < s["median"] < 1000, (key, s)

@@ -422,17 +422,30 @@ def run_bench(
                     k = plan.tiny_k if key == "tiny" else plan.resnet_k
                     say(f"bench: bridge overhead, {key}: {plan.bridge_pairs} pairs of "
                         f"{k} runs")
-                    py, js = [], []
+                    # On the tiny model also the sync API and one bare turn of
+                    # Pyodide's event loop (the floor of any awaited call).
+                    extra = key == "tiny"
+                    py, js, sync, turn = [], [], [], []
                     for i in range(plan.bridge_pairs):
-                        out = _call(main, f"await bench_bridge({key!r}, {k}, {alternate(i)!r})")
+                        out = _call(main, f"await bench_bridge({key!r}, {k}, "
+                                          f"{alternate(i)!r}, {extra!r})")
                         py.append(out["py_ms"])
                         js.append(out["js_ms"])
+                        if extra:
+                            sync.append(out["sync_ms"])
+                            turn.append(out["turn_ms"])
                     rec.add(f"bridge_ratio_{key}", ratios(py, js))
                     rec.add(f"bridge_extra_ms_{key}", differences(py, js))
                     rec.add(f"ortweb_run_ms_{key}", py)
                     rec.add(f"plain_js_run_ms_{key}", js)
                     details += [f"bridge_ratio_{key}", f"bridge_extra_ms_{key}",
                                 f"ortweb_run_ms_{key}", f"plain_js_run_ms_{key}"]
+                    if extra:
+                        rec.add(f"bridge_extra_ms_{key}_sync", differences(sync, js))
+                        rec.add(f"ortweb_sync_run_ms_{key}", sync)
+                        rec.add("pyodide_event_loop_turn_ms", turn)
+                        details += [f"bridge_extra_ms_{key}_sync", f"ortweb_sync_run_ms_{key}",
+                                    "pyodide_event_loop_turn_ms"]
             if main is not None and "transfer" in sections:
                 for mb in plan.transfer_sizes:
                     k = plan.transfer_k(mb)
@@ -466,8 +479,10 @@ def run_bench(
                                 f"plain_js_chain_cpu_ms_{mb}mb"]
             if main is not None and "threads" in sections:
                 _threads_and_native(runtime, main, models, shapes, plan, rec, say, notes)
-                details += ["ortweb_ms_resnet50_1thread", "ortweb_ms_resnet50_2threads",
-                            "plain_js_ms_resnet50_1thread", "native_ms_resnet50_1thread"]
+                details += ["plain_js_threads_speedup_resnet50",
+                            "ortweb_ms_resnet50_1thread", "ortweb_ms_resnet50_2threads",
+                            "plain_js_ms_resnet50_1thread", "plain_js_ms_resnet50_2threads",
+                            "native_ms_resnet50_1thread"]
         finally:
             if main is not None:
                 main.close()
@@ -523,17 +538,24 @@ def _threads_and_native(
                 lambda: _call(two, f"await bench_runs('resnet50', {k}, False)"),
             "plain_js_ms_resnet50_1thread":
                 lambda: _call(main, f"await bench_runs('resnet50', {k}, True)"),
+            # The engine's own speed-up, in the same two pages: what ortweb can reach.
+            "plain_js_ms_resnet50_2threads":
+                lambda: _call(two, f"await bench_runs('resnet50', {k}, True)"),
             "native_ms_resnet50_1thread": lambda: _native_block(native, x, k),
         }
-        for name in ("ortweb_ms_resnet50_2threads", "plain_js_ms_resnet50_1thread"):
-            blocks[name]()  # warm-up: the 2-thread session's first run, the JS session's
+        for name in ("ortweb_ms_resnet50_2threads", "plain_js_ms_resnet50_1thread",
+                     "plain_js_ms_resnet50_2threads"):
+            blocks[name]()  # warm-up: each session's first run
         order = list(blocks)
         for i in range(plan.threads_reps):
-            got = {name: blocks[name]() for name in order[i % 4:] + order[:i % 4]}
+            shift = i % len(order)
+            got = {name: blocks[name]() for name in order[shift:] + order[:shift]}
             for name, ms in got.items():
                 rec.add(name, [ms])
             rec.add("threads_speedup_resnet50", [got["ortweb_ms_resnet50_1thread"]
                                                  / got["ortweb_ms_resnet50_2threads"]])
+            rec.add("plain_js_threads_speedup_resnet50", [
+                got["plain_js_ms_resnet50_1thread"] / got["plain_js_ms_resnet50_2threads"]])
             rec.add("web_vs_native_resnet50", [got["plain_js_ms_resnet50_1thread"]
                                                / got["native_ms_resnet50_1thread"]])
         notes["threads_used"] = {"1-thread page": _call(main, "await bench_runtime_info()"),

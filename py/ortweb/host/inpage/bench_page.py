@@ -4,6 +4,7 @@
 # Globals persist between runPythonAsync calls in one page.
 # Every block times itself in the page (time.perf_counter for Python, performance.now()
 # inside JS for the plain-JS anchors), so the host's round trips are never counted.
+import asyncio
 import json
 import time
 
@@ -57,16 +58,38 @@ async def _py_runs(sess, x, k):
     return (time.perf_counter() - t0) * 1000 / k
 
 
-async def bench_bridge(key, k, first):
-    """One interleaved pair: ms per call through ortweb and through plain JS."""
+def _py_sync_runs(sess, x, k):
+    name = sess.get_inputs()[0].name
+    t0 = time.perf_counter()
+    for _ in range(k):
+        sess.run(None, {name: x})
+    return (time.perf_counter() - t0) * 1000 / k
+
+
+async def _turns(k):
+    # One turn of Pyodide's event loop: the least any awaited JS call can cost.
+    t0 = time.perf_counter()
+    for _ in range(k):
+        await asyncio.sleep(0)
+    return (time.perf_counter() - t0) * 1000 / k
+
+
+async def bench_bridge(key, k, first, extra=False):
+    """One interleaved round: ms per call through ortweb (``await run_async``) and
+    through plain JS; with ``extra``, also the sync ``run`` and a bare event-loop turn."""
     sess, js_id, x, x_js = await _wasm_pair(key)
     dims = to_js(_shape(key))
+    sides = ["py", "js"] + (["sync", "turn"] if extra else [])
     out = {}
-    for side in (("py", "js") if first == "py" else ("js", "py")):
+    for side in (sides if first == "py" else sides[::-1]):
         if side == "py":
             out["py_ms"] = await _py_runs(sess, x, k)
-        else:
+        elif side == "js":
             out["js_ms"] = await _plain.timeRuns(js_id, x_js, dims, k) / k
+        elif side == "sync":
+            out["sync_ms"] = _py_sync_runs(sess, x, k)
+        else:
+            out["turn_ms"] = await _turns(k)
     return json.dumps(out)
 
 
@@ -190,7 +213,8 @@ async def bench_runtime_info():
     info = await ortweb.runtime_info_async()
     return json.dumps({"builds": info.get("builds"),
                        "cross_origin_isolated": info.get("cross_origin_isolated"),
-                       "hardware_concurrency": info.get("hardware_concurrency")}, default=str)
+                       "hardware_concurrency": info.get("hardware_concurrency"),
+                       "event_loop": _bridge.event_loop()}, default=str)
 
 
 json.dumps({"ok": True})
