@@ -189,6 +189,18 @@ function entry(handle) {
 }
 
 /**
+ * The ORT-web module and session behind a handle, for code beside the bridge that
+ * must run the very session ortweb runs (`ortweb bench` times it from plain JS, so
+ * the two paths differ in nothing but the bridge).
+ * @param {number} handle
+ * @returns {{ort: any, session: any}}
+ */
+export function ortSession(handle) {
+  const s = entry(handle);
+  return { ort: s.ort, session: s.session };
+}
+
+/**
  * @typedef {object} FeedSpec
  * @property {string} name
  * @property {string} [type]   ORT type (CPU feeds)

@@ -41,6 +41,19 @@ export async function createSession(build, bytes, device = null, gpuOutputs = fa
   return id;
 }
 
+/**
+ * Register the ORT session behind an ortweb session handle; returns its id here.
+ * Timing the very session ortweb runs leaves nothing but the bridge between the two
+ * figures (two sessions of one model can differ by several percent on their own).
+ * @param {number} handle an ortweb bridge session handle
+ */
+export async function adoptSession(handle) {
+  const { ortSession } = await import('/bridge/sessions.js');
+  const id = nextId++;
+  sessions.set(id, ortSession(handle));
+  return id;
+}
+
 /** @param {number} id */
 export async function release(id) {
   const s = sessions.get(id);
