@@ -191,7 +191,7 @@ def _speed_up_event_loop(bridge: Any) -> None:
 
     On a page's main thread Pyodide 0.27 runs each asyncio callback from a
     ``window.postMessage`` task, and every ``await`` of a bridge call waits for one:
-    0.25-0.29 ms a turn against 0.08-0.13 ms through a ``MessageChannel`` (measured
+    0.25-0.29 ms a turn against 0.13-0.20 ms through a ``MessageChannel`` (measured
     here; see ``bridge_js/scheduler.js``), the same means Pyodide uses in a worker.
     Only the transport changes: one callback per task, in order. A page keeps
     Pyodide's own with ``globalThis.ortwebConfig = {fastEventLoop: false}`` set
