@@ -199,11 +199,11 @@ def _speed_up_event_loop(bridge: Any) -> None:
     """
     global _event_loop
     _event_loop = "pyodide"
-    config = getattr(js.globalThis, "ortwebConfig", None)
+    config = getattr(_GLOBAL, "ortwebConfig", None)
     if config is not None and getattr(config, "fastEventLoop", None) is False:
         return
     scheduler = getattr(bridge, "scheduleCallback", None)
-    if scheduler is None or getattr(js.globalThis, "document", None) is None:
+    if scheduler is None or getattr(_GLOBAL, "document", None) is None:
         return  # in a worker Pyodide uses a MessageChannel already
     try:
         import pyodide_js
