@@ -13,7 +13,7 @@ import { trackDestroyedBuffers } from './gpu.js';
 import { installMeters, meters } from './meters.js';
 import { installConsoleTap } from './placement.js';
 import { pageQueue } from './queue.js';
-import { createScheduler } from './scheduler.js';
+import { createScheduler, createWaker } from './scheduler.js';
 import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu, runtimeInfo } from './runtime.js';
 import {
   createSession, liveSessions, readGpuValue, releaseSession, runSession, uploadValue, webgpuDevice,
@@ -37,6 +37,28 @@ export const BRIDGE_VERSION = '0.1.0';
  * @param {BridgeOptions} [options]
  */
 export function createBridge(options = {}) {
+  /**
+   * @param {string} method @param {any[]} args
+   */
+  const startJob = (method, args) => {
+    const job = {
+      done: false,
+      envelope: /** @type {any} */ (null),
+      promise: /** @type {Promise<any>} */ (Promise.resolve(null)),
+      // A call's result is what Pyodide turns into a Future cheaply; a promise
+      // read as an attribute is wrapped in a Task first when waited on.
+      wait: () => job.promise,
+    };
+    const fn = /** @type {any} */ (bridge)[method];
+    job.promise = (typeof fn === 'function' ? fn(...args) : Promise.resolve(fail(new Error(`no bridge method '${method}'`))))
+      .then((/** @type {any} */ envelope) => {
+        job.done = true;
+        job.envelope = envelope;
+        return envelope;
+      });
+    return job;
+  };
+  const wakeAfter = createWaker();
   const bridge = {
     version: BRIDGE_VERSION,
     /** @type {string[]|null} */
@@ -134,22 +156,15 @@ export function createBridge(options = {}) {
      * the event loop per call (see `_bridge.call`).
      * @param {string} method @param {...any} args
      */
-    start: (method, ...args) => {
-      const job = {
-        done: false,
-        envelope: /** @type {any} */ (null),
-        promise: /** @type {Promise<any>} */ (Promise.resolve(null)),
-        // A call's result is what Pyodide turns into a Future cheaply; a promise
-        // read as an attribute is wrapped in a Task first when waited on.
-        wait: () => job.promise,
-      };
-      const fn = /** @type {any} */ (bridge)[method];
-      job.promise = (typeof fn === 'function' ? fn(...args) : Promise.resolve(fail(new Error(`no bridge method '${method}'`))))
-        .then((/** @type {any} */ envelope) => {
-          job.done = true;
-          job.envelope = envelope;
-          return envelope;
-        });
+    start: (method, ...args) => startJob(method, args),
+    /**
+     * `start`, and call `wake` (a Pyodide callable) once the job has settled, in a
+     * microtask rather than a turn of the event loop (see scheduler.js `createWaker`).
+     * @param {() => any} wake @param {string} method @param {...any} args
+     */
+    startThen: (wake, method, ...args) => {
+      const job = startJob(method, args);
+      wakeAfter(job.promise, wake);
       return job;
     },
     meters,

@@ -150,9 +150,14 @@ CASES: dict[str, Case] = {
         "assert a[0].tolist() == (X2 * 2).tolist() and b[0].tolist() == (-X2 * 2).tolist()",
         "ok", model="two"),
     "run_cancelled_from_asyncio": Case(
+        # A wasm run settles within the microtasks of the step that starts it, and
+        # wakes its task at once: hold the page's ORT queue so that the run is still
+        # waiting when the task is cancelled.
         "before = ortweb.live_handles()\n"
+        "queue = (await run_js(\"import('/bridge/queue.js')\")).pageQueue\n"
+        "run_js('(q) => { q.run(() => new Promise((ok) => setTimeout(ok, 50))); }')(queue)\n"
         "task = asyncio.ensure_future(sess.run_async(None, {'x': X2}))\n"
-        "await asyncio.sleep(0)\ntask.cancel()\n"
+        "await asyncio.sleep(0)\nassert not task.done()\ntask.cancel()\n"
         "try:\n    await task\nexcept asyncio.CancelledError:\n    cancelled = True\n"
         "assert cancelled\n"
         "for _ in range(100):\n    await asyncio.sleep(0.01)\n"

@@ -1,10 +1,12 @@
 """How ortweb waits for JavaScript: the synchronous driver and the event-loop scheduler.
 
 ``_bridge.block_on`` steps coroutines itself (one JSPI suspension per bridge call)
-instead of handing them to ``run_sync`` whole, and on a page's main thread ortweb
-lets Pyodide's event loop wake tasks through a ``MessageChannel``. Both are about
+instead of handing them to ``run_sync`` whole; a task awaiting a bridge call is
+woken in the microtask after the call settles; and on a page's main thread ortweb
+lets Pyodide's event loop wake tasks through a ``MessageChannel``. All are about
 speed; these tests pin that they change nothing else: every kind of await still
-works, results and exceptions come through, callbacks keep their order.
+works, results and exceptions come through, callbacks keep their order, the page
+still gets to run its own tasks.
 """
 
 from __future__ import annotations
@@ -137,6 +139,55 @@ async def test_event_loop_wakes_tasks_through_the_bridge(ortweb_page):
 
 
 @run_in_browser
+async def test_a_bridge_call_wakes_its_task_before_the_next_loop_turn(ortweb_page, models):
+    import asyncio
+
+    import ortweb
+    from ortweb import _bridge
+
+    assert _bridge.bridge_wakeup() == "microtask"
+    assert (await ortweb.runtime_info_async())["bridge_wakeup"] == "microtask"
+    sess = await ortweb.InferenceSession.create(models["two"], providers=["wasm"])
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    order = []
+    asyncio.get_event_loop().call_soon(order.append, "loop turn")
+    (y,) = await sess.run_async(["double"], {"x": x})
+    order.append("run woke")
+    # Woken straight from the microtask after the run, the task may block on the
+    # synchronous API (JSPI) as in any other step.
+    (z,) = sess.run(["double"], {"x": y})
+    await asyncio.sleep(0.01)
+    assert order == ["run woke", "loop turn"], order
+    assert z.tolist() == (x * 4).tolist()
+    sess.close()
+
+
+@run_in_browser
+async def test_back_to_back_calls_still_let_the_page_run(ortweb_page, models):
+    import asyncio
+
+    import js
+    from pyodide.ffi import create_once_callable
+
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(models["two"], providers=["wasm"])
+    x = np.ones((2, 2), np.float32)
+    fired = set()
+    js.setTimeout(create_once_callable(lambda: fired.add("timer")), 0)
+    asyncio.get_event_loop().call_soon(fired.add, "call_soon")
+    # Each wake-up is a microtask; unbounded, the page would get no task of its own
+    # (timers, input, rendering, other asyncio callbacks) until the loop ends.
+    runs = 0
+    while fired != {"timer", "call_soon"} and runs < 5000:
+        await sess.run_async(["double"], {"x": x})
+        runs += 1
+    assert fired == {"timer", "call_soon"}, (fired, runs)
+    assert runs < 5000
+    sess.close()
+
+
+@run_in_browser
 async def test_fast_event_loop_can_be_turned_off(ortweb_page):
     import js
     import pyodide_js
@@ -155,20 +206,26 @@ async def test_fast_event_loop_can_be_turned_off(ortweb_page):
         _bridge._event_loop = None
         _bridge.get_bridge()
         assert _bridge.event_loop() == "pyodide"
+        assert _bridge.bridge_wakeup() == "event-loop"
         assert _bridge._same_js(webloop.scheduleCallback, pyodide_js._api.scheduleCallback)
+        # Calls still work, woken after a turn of the loop.
+        assert (await _bridge.call("versions", "wasm")).to_py()["ort"] == "1.30.0"
         # Without the setting it is installed; a scheduler someone else set is kept.
         js.Reflect.deleteProperty(js.globalThis, "ortwebConfig")
         _bridge._event_loop = None
         _bridge.get_bridge()
         assert _bridge.event_loop() == "ortweb"
+        assert _bridge.bridge_wakeup() == "microtask"
         webloop.scheduleCallback = other = pyodide_js._api.scheduleCallback.bind(None)
         _bridge._event_loop = None
         _bridge.get_bridge()
         assert _bridge.event_loop() == "pyodide"
+        assert _bridge.bridge_wakeup() == "microtask"  # the wake-up is the bridge's own
         assert webloop.scheduleCallback is other
     finally:
         webloop.scheduleCallback = ours
         _bridge._event_loop = "ortweb"
+        _bridge._wake_in_microtask = True
         if config is not None:
             js.globalThis.ortwebConfig = config
         else:

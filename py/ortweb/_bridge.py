@@ -185,23 +185,35 @@ def _installed() -> Any:
 #: bridge's MessageChannel scheduler), ``"pyodide"``, or None before the bridge is seen.
 _event_loop: str | None = None
 
+#: Whether a task awaiting a bridge call is woken in the microtask after the call
+#: settles (the bridge's ``startThen``) rather than after a turn of the event loop.
+_wake_in_microtask = False
+
 
 def _speed_up_event_loop(bridge: Any) -> None:
-    """Let Pyodide's event loop wake tasks through the bridge's ``MessageChannel``.
+    """Wake tasks sooner: in a microtask after their bridge call, and through a
+    ``MessageChannel`` rather than ``window.postMessage`` otherwise.
 
-    On a page's main thread Pyodide 0.27 runs each asyncio callback from a
-    ``window.postMessage`` task, and every ``await`` of a bridge call waits for one:
-    0.25-0.29 ms a turn against 0.13-0.20 ms through a ``MessageChannel`` (measured
-    here; see ``bridge_js/scheduler.js``), the same means Pyodide uses in a worker.
-    Only the transport changes: one callback per task, in order. A page keeps
-    Pyodide's own with ``globalThis.ortwebConfig = {fastEventLoop: false}`` set
-    before ortweb is imported.
+    A turn of Pyodide's event loop costs more than a tiny wasm run, and every
+    ``await`` of a bridge call used to wait for one. Now the bridge wakes the
+    awaiting task in the microtask after the call settles, as an ``await`` in
+    JavaScript resumes (:class:`_Wakeup`; ``bridge_js/scheduler.js`` keeps such
+    chains short enough for the page to stay responsive). And on a page's main
+    thread, where Pyodide 0.27 runs each asyncio callback from a
+    ``window.postMessage`` task, the loop uses a ``MessageChannel`` as Pyodide itself
+    does in a worker: 0.13-0.20 ms a turn against 0.25-0.29 ms (measured here). Only
+    the transport changes: one callback per task, in order.
+
+    A page keeps Pyodide's own behaviour for both with
+    ``globalThis.ortwebConfig = {fastEventLoop: false}`` set before ortweb is imported.
     """
-    global _event_loop
+    global _event_loop, _wake_in_microtask
     _event_loop = "pyodide"
+    _wake_in_microtask = False
     config = getattr(_GLOBAL, "ortwebConfig", None)
     if config is not None and getattr(config, "fastEventLoop", None) is False:
         return
+    _wake_in_microtask = getattr(bridge, "startThen", None) is not None
     scheduler = getattr(bridge, "scheduleCallback", None)
     if scheduler is None or getattr(_GLOBAL, "document", None) is None:
         return  # in a worker Pyodide uses a MessageChannel already
@@ -224,6 +236,13 @@ def _same_js(a: Any, b: Any) -> bool:
 def event_loop() -> str | None:
     """Who schedules asyncio's callbacks in this page (see :func:`_speed_up_event_loop`)."""
     return _event_loop
+
+
+def bridge_wakeup() -> str | None:
+    """How a task awaiting a bridge call is woken: ``"microtask"`` or ``"event-loop"``."""
+    if _event_loop is None:
+        return None
+    return "microtask" if _wake_in_microtask else "event-loop"
 
 
 def block_on(awaitable: Awaitable[T]) -> T:
@@ -294,11 +313,12 @@ class _JobWait:
     """``await _JobWait(job)``: until a job from ``bridge.start`` has settled.
 
     Under :func:`_drive` the job goes to the driver, which suspends on its promise.
-    In a task, one turn of the event loop runs every microtask the call queued, so a
-    call that waits on nothing outside JS (a wasm run, most bridge calls) has settled
-    by then and its envelope is read straight from the job; awaiting the promise
-    instead costs two turns (Pyodide resolves an asyncio Future from the promise, and
-    that Future then wakes the task): 0.4-0.5 ms against 0.2-0.3 ms here.
+    In a task (when the bridge cannot wake it, see :class:`_Wakeup`), one turn of
+    the event loop runs every microtask the call queued, so a call that waits on
+    nothing outside JS (a wasm run, most bridge calls) has settled by then and its
+    envelope is read straight from the job; awaiting the promise instead costs two
+    turns (Pyodide resolves an asyncio Future from the promise, and that Future then
+    wakes the task).
     """
 
     __slots__ = ("job",)
@@ -315,6 +335,103 @@ class _JobWait:
             yield from self.job.wait().__await__()
 
 
+_PENDING, _DONE, _CANCELLED = 0, 1, 2
+
+
+class _Wakeup:
+    """What a task awaits while a bridge call runs: woken by the bridge itself.
+
+    The task sees an asyncio future (``_asyncio_future_blocking``, ``get_loop``,
+    ``add_done_callback``, ``cancel``, ``result``) and hands it its wake-up callback;
+    the bridge (``startThen``) calls :meth:`settled` in the microtask after the call
+    settles, and that runs the callback at once, as an ``await`` in JavaScript
+    resumes: no turn of the event loop in between (0.13-0.20 ms each here, more than
+    a tiny wasm run). A real Future would reach the task through ``call_soon``, i.e.
+    that turn. The wake-up is entered with JSPI allowed (``_may_syncify``), as
+    Pyodide's own callbacks are, so the woken task may call the synchronous API.
+
+    Cancelling wakes the task through the loop at once (CancelledError); the call
+    itself still completes in JS and :func:`call` hands its result to clean-up.
+    """
+
+    __slots__ = ("_asyncio_future_blocking", "_callback", "_context", "_loop", "_state")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._asyncio_future_blocking = False
+        self._loop = loop
+        self._state = _PENDING
+        self._callback: Any = None
+        self._context: Any = None
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def add_done_callback(self, fn: Any, *, context: Any = None) -> None:
+        if self._state != _PENDING:
+            self._loop.call_soon(fn, self, context=context)
+            return
+        self._callback, self._context = fn, context
+
+    def remove_done_callback(self, fn: Any) -> int:
+        if self._callback is None or self._callback != fn:
+            return 0
+        self._callback = self._context = None
+        return 1
+
+    def cancel(self, msg: Any = None) -> bool:
+        if self._state != _PENDING:
+            return False
+        self._state = _CANCELLED
+        callback, self._callback = self._callback, None
+        if callback is not None:
+            self._loop.call_soon(callback, self, context=self._context)
+        return True
+
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def done(self) -> bool:
+        return self._state != _PENDING
+
+    def result(self) -> None:
+        if self._state == _CANCELLED:
+            raise asyncio.CancelledError
+        if self._state == _PENDING:
+            raise asyncio.InvalidStateError("the bridge call has not settled")
+
+    def exception(self) -> BaseException | None:
+        self.result()
+        return None
+
+    def __await__(self) -> Generator[Any, None, None]:
+        if self._state == _PENDING:
+            self._asyncio_future_blocking = True
+            yield self
+        self.result()
+
+    def settled(self, *_: Any) -> None:
+        """Called by the bridge once the call has settled: wake the task now."""
+        if self._state != _PENDING:
+            return  # cancelled meanwhile: the task was woken then
+        self._state = _DONE
+        callback, self._callback = self._callback, None
+        if callback is None:
+            return  # nobody waits (yet): __await__ sees it done
+        handle = asyncio.Handle(callback, (self,), self._loop, context=self._context)
+        try:
+            handle._run()
+        except SystemExit as exc:  # as Pyodide's WebLoop does for its own callbacks
+            on_exit = getattr(self._loop, "_system_exit_handler", None)
+            if on_exit is None:
+                raise
+            on_exit(exc.code)
+        except KeyboardInterrupt:
+            on_interrupt = getattr(self._loop, "_keyboard_interrupt_handler", None)
+            if on_interrupt is None:
+                raise
+            on_interrupt()
+
+
 def _js(value: Any) -> Any:
     """Python lists/dicts → JS Arrays/Objects, so nothing borrowed dies mid-call."""
     return to_js(value, dict_converter=js.Object.fromEntries)
@@ -329,9 +446,17 @@ async def call(method: str, *args: Any, context: str = "", bridge: Any = None) -
     """
     if bridge is None:
         bridge = await ensure_bridge()
-    job = bridge.start(method, *args)
+    loop = None if _driving or not _wake_in_microtask else asyncio._get_running_loop()
+    waiter: Awaitable[None]
+    if loop is None:
+        job = bridge.start(method, *args)
+        waiter = _JobWait(job)
+    else:
+        waiter = _Wakeup(loop)
+        wake = create_once_callable(waiter.settled, _may_syncify=True)
+        job = bridge.startThen(wake, method, *args)
     try:
-        await _JobWait(job)
+        await waiter
     except asyncio.CancelledError:
         # The JS call still completes (ORT cannot be interrupted): what it produced
         # goes to the bridge's clean-up, as nobody else will take it.

@@ -144,7 +144,9 @@ async def runtime_info_async() -> dict[str, Any]:
         ``simd``; ``requested_threads``; ``hardware_concurrency``; ``in_worker``;
         ``event_loop``: ``'ortweb'`` when asyncio's callbacks run through the bridge's
         faster scheduler, ``'pyodide'`` when through Pyodide's own (in a worker, or
-        turned off with ``ortwebConfig.fastEventLoop = false``).
+        turned off with ``ortwebConfig.fastEventLoop = false``); ``bridge_wakeup``:
+        ``'microtask'`` when a task awaiting a bridge call is woken as soon as the call
+        settles, ``'event-loop'`` when after a turn of the loop (turned off).
     """
     from . import __version__
 
@@ -162,6 +164,7 @@ async def runtime_info_async() -> dict[str, Any]:
         "hardware_concurrency": info["hardwareConcurrency"],
         "in_worker": info["inWorker"],
         "event_loop": _bridge.event_loop(),
+        "bridge_wakeup": _bridge.bridge_wakeup(),
     }
 
 
