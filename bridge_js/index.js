@@ -49,13 +49,21 @@ export function createBridge(options = {}) {
       // read as an attribute is wrapped in a Task first when waited on.
       wait: () => job.promise,
     };
+    /** @param {any} envelope */
+    const settle = (envelope) => {
+      job.done = true;
+      job.envelope = envelope;
+      return envelope;
+    };
     const fn = /** @type {any} */ (bridge)[method];
-    job.promise = (typeof fn === 'function' ? fn(...args) : Promise.resolve(fail(new Error(`no bridge method '${method}'`))))
-      .then((/** @type {any} */ envelope) => {
-        job.done = true;
-        job.envelope = envelope;
-        return envelope;
-      });
+    let started;
+    try {
+      started = typeof fn === 'function' ? fn(...args) : fail(new Error(`no bridge method '${method}'`));
+    } catch (err) {
+      started = fail(err);
+    }
+    // Every method envelopes its errors; a throw or rejection is enveloped here all the same.
+    job.promise = Promise.resolve(started).then(settle, (err) => settle(fail(err)));
     return job;
   };
   const wakeAfter = createWaker();
@@ -96,15 +104,18 @@ export function createBridge(options = {}) {
      *   `[name, type, dims, data]` for CPU data, `[name, valueHandle]` for a GPU value
      * @param {Array<[string, number|null]>} fetches `[name, valueHandle or null]`, in order
      * @param {object|null} [runOptions]
+     * @returns {Promise<any>} an envelope of one row per fetch, flat so that Python reads
+     *   it in one conversion: `[type, valueHandle|null, data|null, fresh, ...dims]`
+     *   (`data` for a CPU output, `valueHandle` for a GPU one; `fresh` when ORT made it)
      */
-    run: (handle, feeds, fetches, runOptions = null) => enveloped(() => runSession(
+    run: (handle, feeds, fetches, runOptions = null) => enveloped(async () => (await runSession(
       handle,
       feeds.map((f) => (f.length === 2
         ? { name: f[0], value: /** @type {number} */ (f[1]) }
         : { name: f[0], type: /** @type {string} */ (f[1]), dims: f[2], data: f[3] })),
       fetches.map(([name, value]) => ({ name, value })),
       runOptions,
-    )),
+    )).map((out) => [out.type, out.value, out.value === null ? out.data : null, out.fresh === true, ...out.dims])),
     /** @param {string} type @param {number[]} dims @param {any} data */
     uploadValue: (type, dims, data) => enveloped(() => uploadValue(type, dims, data)),
     /** @param {number} handle @param {boolean} release */
@@ -141,7 +152,7 @@ export function createBridge(options = {}) {
       if (!envelope.ok) return;
       const v = envelope.value;
       if (method === 'run') {
-        for (const out of v) if (out.fresh) disposeValue(out.value);
+        for (const row of v) if (row[3]) disposeValue(row[1]);
       } else if (method === 'createSession') {
         releaseSession(v.handle);
       } else if (method === 'uploadValue') {
@@ -158,13 +169,16 @@ export function createBridge(options = {}) {
      */
     start: (method, ...args) => startJob(method, args),
     /**
-     * `start`, and call `wake` (a Pyodide callable) once the job has settled, in a
-     * microtask rather than a turn of the event loop (see scheduler.js `createWaker`).
-     * @param {() => any} wake @param {string} method @param {...any} args
+     * `start`, and call `wake(id, ok, valueOrError)` (a Python function's PyProxy,
+     * through `callPromising` so that Python may block there with JSPI) once the job
+     * has settled, in a microtask rather than a turn of the event loop (see
+     * scheduler.js `createWaker`).
+     * @param {any} wake @param {number} id @param {string} method @param {...any} args
      */
-    startThen: (wake, method, ...args) => {
+    startThen: (wake, id, method, ...args) => {
       const job = startJob(method, args);
-      wakeAfter(job.promise, wake);
+      // The outcome travels as arguments: each attribute Python reads is a crossing.
+      wakeAfter(job.promise, (/** @type {any} */ e) => wake.callPromising(id, e.ok, e.ok ? e.value : e.error));
       return job;
     },
     meters,

@@ -46,34 +46,34 @@ export function createScheduler() {
  * one of a chain posts a marker task that ends the chain when the page gets to run
  * it, and a wake-up due after the budget waits behind that marker instead.
  *
- * `wake` is a Pyodide callable (`create_once_callable(..., _may_syncify=True)`): it
- * may return a promise, whose rejection is reported like an uncaught error.
+ * `wake` gets what `settled` resolved to; it may return a promise (a Pyodide
+ * callable made with `_may_syncify` does), whose rejection is reported like an
+ * uncaught error, as is a throw.
  * @param {number} [budgetMs]
- * @returns {(settled: Promise<any>, wake: () => any) => void}
+ * @returns {(settled: Promise<any>, wake: (value: any) => any) => void}
  */
 export function createWaker(budgetMs = 4) {
   /** @type {number|null} when the current chain of microtask wake-ups began */
   let chainSince = null;
-  /** @param {() => any} wake */
-  const call = (wake) => {
+  /** @param {(value: any) => any} wake @param {any} value */
+  const call = (wake, value) => {
     try {
-      const result = wake();
+      const result = wake(value);
       if (result && typeof result.then === 'function') result.then(null, reportError);
     } catch (err) {
       reportError(err);
     }
   };
   return (settled, wake) => {
-    const resume = () => {
+    settled.then((value) => {
       const now = performance.now();
       if (chainSince === null) {
         chainSince = now;
         post(() => { chainSince = null; });
       }
-      if (now - chainSince < budgetMs) call(wake);
-      else post(() => call(wake));
-    };
-    settled.then(resume, resume);
+      if (now - chainSince < budgetMs) call(wake, value);
+      else post(() => call(wake, value));
+    }, reportError);
   };
 }
 

@@ -49,7 +49,7 @@ IN_BROWSER = sys.platform == "emscripten"
 if IN_BROWSER:  # pragma: no cover - exercised by the browser tests
     import js
     from pyodide.code import run_js
-    from pyodide.ffi import create_once_callable, to_js
+    from pyodide.ffi import create_once_callable, create_proxy, to_js
 
     try:
         from pyodide.ffi import can_run_sync, run_sync
@@ -62,6 +62,7 @@ else:
     _GLOBAL = None
     run_js = None
     create_once_callable = None
+    create_proxy = None
     to_js = None
     can_run_sync = None
     run_sync = None
@@ -334,6 +335,12 @@ class _JobWait:
         if not self.job.done:
             yield from self.job.wait().__await__()
 
+    def outcome(self) -> tuple[bool, Any]:
+        """``(ok, value or error)`` of the settled job."""
+        envelope = self.job.envelope
+        ok = bool(envelope.ok)
+        return ok, envelope.value if ok else envelope.error
+
 
 _PENDING, _DONE, _CANCELLED = 0, 1, 2
 
@@ -347,14 +354,16 @@ class _Wakeup:
     settles, and that runs the callback at once, as an ``await`` in JavaScript
     resumes: no turn of the event loop in between (0.13-0.20 ms each here, more than
     a tiny wasm run). A real Future would reach the task through ``call_soon``, i.e.
-    that turn. The wake-up is entered with JSPI allowed (``_may_syncify``), as
+    that turn. The wake-up is entered with JSPI allowed (see :func:`_waker`), as
     Pyodide's own callbacks are, so the woken task may call the synchronous API.
 
     Cancelling wakes the task through the loop at once (CancelledError); the call
     itself still completes in JS and :func:`call` hands its result to clean-up.
     """
 
-    __slots__ = ("_asyncio_future_blocking", "_callback", "_context", "_loop", "_state")
+    __slots__ = (
+        "_asyncio_future_blocking", "_callback", "_context", "_loop", "_outcome", "_state",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._asyncio_future_blocking = False
@@ -362,6 +371,7 @@ class _Wakeup:
         self._state = _PENDING
         self._callback: Any = None
         self._context: Any = None
+        self._outcome: tuple[bool, Any] = (False, None)
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
@@ -409,11 +419,23 @@ class _Wakeup:
             yield self
         self.result()
 
-    def settled(self, *_: Any) -> None:
+    def outcome(self) -> tuple[bool, Any]:
+        """``(ok, value or error)`` of the settled call."""
+        return self._outcome
+
+    def register(self) -> int:
+        """File this waiter for :func:`_wake_waiter`; returns the id the bridge passes back."""
+        global _next_waiter
+        _next_waiter += 1
+        _waiters[_next_waiter] = self
+        return _next_waiter
+
+    def settled(self, ok: bool, payload: Any) -> None:
         """Called by the bridge once the call has settled: wake the task now."""
         if self._state != _PENDING:
             return  # cancelled meanwhile: the task was woken then
         self._state = _DONE
+        self._outcome = (ok, payload)
         callback, self._callback = self._callback, None
         if callback is None:
             return  # nobody waits (yet): __await__ sees it done
@@ -432,6 +454,29 @@ class _Wakeup:
             on_interrupt()
 
 
+#: Waiters whose bridge call has not settled yet, by id (see :func:`_wake_waiter`).
+_waiters: dict[int, _Wakeup] = {}
+_next_waiter = 0
+_wake_proxy: Any = None
+
+
+def _wake_waiter(waiter_id: int, ok: bool, payload: Any) -> None:
+    waiter = _waiters.pop(waiter_id, None)
+    if waiter is not None:
+        waiter.settled(ok, payload)
+
+
+def _waker() -> Any:
+    """The one JS proxy of :func:`_wake_waiter`, which the bridge calls with JSPI
+    allowed (``callPromising``), as Pyodide calls its own event-loop callbacks, so that
+    the woken task may use the synchronous API. One proxy and an id per call: a
+    ``create_once_callable`` per call cost 15-20 µs here."""
+    global _wake_proxy
+    if _wake_proxy is None:
+        _wake_proxy = create_proxy(_wake_waiter)
+    return _wake_proxy
+
+
 def _js(value: Any) -> Any:
     """Python lists/dicts → JS Arrays/Objects, so nothing borrowed dies mid-call."""
     return to_js(value, dict_converter=js.Object.fromEntries)
@@ -447,14 +492,13 @@ async def call(method: str, *args: Any, context: str = "", bridge: Any = None) -
     if bridge is None:
         bridge = await ensure_bridge()
     loop = None if _driving or not _wake_in_microtask else asyncio._get_running_loop()
-    waiter: Awaitable[None]
+    waiter: _JobWait | _Wakeup
     if loop is None:
         job = bridge.start(method, *args)
         waiter = _JobWait(job)
     else:
         waiter = _Wakeup(loop)
-        wake = create_once_callable(waiter.settled, _may_syncify=True)
-        job = bridge.startThen(wake, method, *args)
+        job = bridge.startThen(_waker(), waiter.register(), method, *args)
     try:
         await waiter
     except asyncio.CancelledError:
@@ -462,14 +506,14 @@ async def call(method: str, *args: Any, context: str = "", bridge: Any = None) -
         # goes to the bridge's clean-up, as nobody else will take it.
         job.promise.then(create_once_callable(lambda env: bridge.discard(method, env)))
         raise
-    envelope = job.envelope
-    if not envelope.ok:
-        err = envelope.error.to_py()
+    ok, payload = waiter.outcome()
+    if not ok:
+        err = payload.to_py()
         exc = from_envelope(err, context)
         if hasattr(exc, "reasons") and err.get("reasons"):
             exc.reasons = dict(err["reasons"])
         raise exc
-    return envelope.value
+    return payload
 
 
 async def fetch_bytes(url: str) -> bytes:
@@ -529,21 +573,39 @@ async def run_session(
     ``fetches`` pairs each output name with the handle of a pre-allocated GPU
     value to write into, or None.
     """
-    bridge = await ensure_bridge()
+    bridge = _installed() or await ensure_bridge()
     specs = to_js([_feed_spec(name, feed, bridge) for name, feed in feeds])
-    wanted = to_js([[name, value] for name, value in fetches])
     options = None if run_options is None else _js(run_options)
-    value = await call("run", handle, specs, wanted, options, context="run", bridge=bridge)
-    return [_decode(out) for out in value.to_py(depth=1)]
+    rows = await call(
+        "run", handle, specs, _fetch_list(fetches), options, context="run", bridge=bridge
+    )
+    return [_decode(row) for row in rows.to_py(depth=2)]
 
 
-def _decode(out: Any) -> np.ndarray | GpuOutput:
-    dtype = _dtypes.by_ort(out.type)
-    dims = out.dims.to_py()
-    value = out.value
-    if value is not None:
-        return GpuOutput(int(value), dtype, tuple(dims))
-    return _read(dtype, dims, out.data)
+#: JS arrays of output names fetched without a pre-allocated value, by names: the
+#: common fetch list, built once (the bridge only reads it).
+_plain_fetches: dict[tuple[str, ...], Any] = {}
+
+
+def _fetch_list(fetches: Sequence[tuple[str, int | None]]) -> Any:
+    if any(value is not None for _, value in fetches):
+        return to_js([[name, value] for name, value in fetches])
+    names = tuple(name for name, _ in fetches)
+    cached = _plain_fetches.get(names)
+    if cached is None:
+        if len(_plain_fetches) >= 256:
+            _plain_fetches.clear()
+        cached = _plain_fetches[names] = to_js([[name, None] for name in names])
+    return cached
+
+
+def _decode(row: list[Any]) -> np.ndarray | GpuOutput:
+    # A row of the bridge's `run`: [type, value handle, data, fresh, *dims].
+    dtype = _dtypes.by_ort(row[0])
+    dims = row[4:]
+    if row[1] is not None:
+        return GpuOutput(int(row[1]), dtype, tuple(dims))
+    return _read(dtype, dims, row[2])
 
 
 def _read(dtype: _dtypes.DType, dims: Sequence[int], data: Any) -> np.ndarray:
