@@ -2,9 +2,10 @@
 /**
  * Tensor encoding between Python's wire arrays and ORT-web tensors.
  *
- * Python allocates nothing in JS itself: it asks for a typed array here and copies
- * its numpy bytes into it (`JsBuffer.assign`), so every dtype gets the typed array
- * ORT-web expects (int64 → BigInt64Array, bool → Uint8Array, float16 → Uint16Array).
+ * A feed of 64 KiB or more goes into a typed array asked for here (`allocate`, reused
+ * from earlier runs) with `JsBuffer.assign`; a smaller one Python copies with
+ * `to_js` in one call. Either way every dtype gets the typed array ORT-web expects
+ * (int64 → BigInt64Array, bool → Uint8Array, float16 → Uint16Array).
  * On the way back, a Float16Array is handed over as Uint16Array bits because
  * Pyodide 0.27.7 cannot read Float16Array.
  * @module tensors

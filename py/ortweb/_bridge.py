@@ -439,9 +439,12 @@ class _Wakeup:
         callback, self._callback = self._callback, None
         if callback is None:
             return  # nobody waits (yet): __await__ sees it done
-        handle = asyncio.Handle(callback, (self,), self._loop, context=self._context)
+        # What asyncio.Handle._run does, without building a Handle on this hot path.
         try:
-            handle._run()
+            if self._context is None:
+                callback(self)
+            else:
+                self._context.run(callback, self)
         except SystemExit as exc:  # as Pyodide's WebLoop does for its own callbacks
             on_exit = getattr(self._loop, "_system_exit_handler", None)
             if on_exit is None:
@@ -452,6 +455,10 @@ class _Wakeup:
             if on_interrupt is None:
                 raise
             on_interrupt()
+        except BaseException as exc:  # as asyncio.Handle reports a callback's error
+            self._loop.call_exception_handler({
+                "message": f"Exception in callback {callback!r}", "exception": exc,
+            })
 
 
 #: Waiters whose bridge call has not settled yet, by id (see :func:`_wake_waiter`).
@@ -533,9 +540,19 @@ async def create_session(
     return value.to_py()  # type: ignore[no-any-return]
 
 
+#: Below this many bytes a feed is copied by ``to_js`` into a new typed array (one
+#: crossing); above, into a staging array the bridge reuses (``bridge_js/tensors.js``
+#: keeps none smaller than this).
+SMALL_FEED_BYTES = 64 * 1024
+
+
 def _encode(feed: WireTensor, bridge: Any = None) -> Any:
     if isinstance(feed.data, list):
         return _js(feed.data)
+    if feed.data.nbytes < SMALL_FEED_BYTES:
+        # The wire dtype picks the typed array ORT-web expects (int64 → BigInt64Array,
+        # float16 bits → Uint16Array, bool → Uint8Array): pinned by the dtype tests.
+        return to_js(feed.data)
     buffer = (bridge or get_bridge()).allocate(feed.dtype.ort, feed.data.size)
     if feed.data.size:
         buffer.assign(feed.data)
