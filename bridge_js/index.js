@@ -21,6 +21,7 @@ import {
 import { allocate, pooled } from './tensors.js';
 import { deleteChoice, getChoice, putChoice } from './store.js';
 import { disposeValue, getValue, valueFromUserBuffer, valueStats } from './values.js';
+import { freshValues, readFeeds, writeOutputs } from './wire.js';
 
 export const BRIDGE_VERSION = '0.1.0';
 
@@ -97,25 +98,20 @@ export function createBridge(options = {}) {
     /** @param {Uint8Array} bytes @param {string[]} providers @param {object} options */
     createSession: (bytes, providers, options) => enveloped(() => createSession(bytes, providers, options)),
     /**
-     * Feeds and fetches come as arrays, not objects: Python builds a JS array
-     * several times faster than an object, and this is the per-call path.
+     * Run a session. The per-call path, so feeds and outputs travel in the flat form
+     * of wire.js: feeds as this call's trailing arguments, outputs as one array.
      * @param {number} handle
-     * @param {Array<[string, string, number[], any] | [string, number]>} feeds
-     *   `[name, type, dims, data]` for CPU data, `[name, valueHandle]` for a GPU value
      * @param {Array<[string, number|null]>} fetches `[name, valueHandle or null]`, in order
-     * @param {object|null} [runOptions]
-     * @returns {Promise<any>} an envelope of one row per fetch, flat so that Python reads
-     *   it in one conversion: `[type, valueHandle|null, data|null, fresh, ...dims]`
-     *   (`data` for a CPU output, `valueHandle` for a GPU one; `fresh` when ORT made it)
+     * @param {object|null} runOptions
+     * @param {...any} feeds see wire.js
+     * @returns {Promise<any>} an envelope of the outputs in flat form (wire.js)
      */
-    run: (handle, feeds, fetches, runOptions = null) => enveloped(async () => (await runSession(
+    run: (handle, fetches, runOptions, ...feeds) => enveloped(async () => writeOutputs(await runSession(
       handle,
-      feeds.map((f) => (f.length === 2
-        ? { name: f[0], value: /** @type {number} */ (f[1]) }
-        : { name: f[0], type: /** @type {string} */ (f[1]), dims: f[2], data: f[3] })),
+      readFeeds(feeds),
       fetches.map(([name, value]) => ({ name, value })),
       runOptions,
-    )).map((out) => [out.type, out.value, out.value === null ? out.data : null, out.fresh === true, ...out.dims])),
+    ))),
     /** @param {string} type @param {number[]} dims @param {any} data */
     uploadValue: (type, dims, data) => enveloped(() => uploadValue(type, dims, data)),
     /** @param {number} handle @param {boolean} release */
@@ -152,7 +148,7 @@ export function createBridge(options = {}) {
       if (!envelope.ok) return;
       const v = envelope.value;
       if (method === 'run') {
-        for (const row of v) if (row[3]) disposeValue(row[1]);
+        for (const value of freshValues(v)) disposeValue(value);
       } else if (method === 'createSession') {
         releaseSession(v.handle);
       } else if (method === 'uploadValue') {

@@ -572,11 +572,16 @@ class GpuOutput:
 Feed = tuple[str, WireTensor | int]
 
 
-def _feed_spec(name: str, feed: WireTensor | int, bridge: Any) -> list[Any]:
-    # Lists, not dicts: to_js builds JS arrays 3-4x faster than objects (bridge `run`).
-    if isinstance(feed, int):
-        return [name, feed]
-    return [name, feed.dtype.ort, list(feed.dims), _encode(feed, bridge)]
+def _flat_feeds(feeds: Sequence[Feed], bridge: Any) -> list[Any]:
+    """Feeds in the flat form of ``bridge_js/wire.js``, passed as the call's arguments:
+    numbers and strings convert on the way without a JS array being built."""
+    flat: list[Any] = []
+    for name, feed in feeds:
+        if isinstance(feed, int):
+            flat += (name, None, feed)
+        else:
+            flat += (name, feed.dtype.ort, len(feed.dims), *feed.dims, _encode(feed, bridge))
+    return flat
 
 
 async def run_session(
@@ -591,12 +596,12 @@ async def run_session(
     value to write into, or None.
     """
     bridge = _installed() or await ensure_bridge()
-    specs = to_js([_feed_spec(name, feed, bridge) for name, feed in feeds])
     options = None if run_options is None else _js(run_options)
-    rows = await call(
-        "run", handle, specs, _fetch_list(fetches), options, context="run", bridge=bridge
+    flat = await call(
+        "run", handle, _fetch_list(fetches), options, *_flat_feeds(feeds, bridge),
+        context="run", bridge=bridge,
     )
-    return [_decode(row) for row in rows.to_py(depth=2)]
+    return _decode_outputs(flat.to_py(depth=1))
 
 
 #: JS arrays of output names fetched without a pre-allocated value, by names: the
@@ -616,13 +621,21 @@ def _fetch_list(fetches: Sequence[tuple[str, int | None]]) -> Any:
     return cached
 
 
-def _decode(row: list[Any]) -> np.ndarray | GpuOutput:
-    # A row of the bridge's `run`: [type, value handle, data, fresh, *dims].
-    dtype = _dtypes.by_ort(row[0])
-    dims = row[4:]
-    if row[1] is not None:
-        return GpuOutput(int(row[1]), dtype, tuple(dims))
-    return _read(dtype, dims, row[2])
+def _decode_outputs(flat: list[Any]) -> list[np.ndarray | GpuOutput]:
+    """Outputs from the flat form of ``bridge_js/wire.js``:
+    ``type, value handle, data, fresh, ndim, *dims`` each."""
+    outputs: list[np.ndarray | GpuOutput] = []
+    i = 0
+    while i < len(flat):
+        ort_type, handle, data, _fresh, ndim = flat[i:i + 5]
+        shape = tuple(flat[i + 5:i + 5 + ndim])
+        i += 5 + ndim
+        dtype = _dtypes.by_ort(ort_type)
+        if handle is not None:
+            outputs.append(GpuOutput(int(handle), dtype, shape))
+        else:
+            outputs.append(_read(dtype, shape, data))
+    return outputs
 
 
 def _read(dtype: _dtypes.DType, dims: Sequence[int], data: Any) -> np.ndarray:
