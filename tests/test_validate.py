@@ -11,7 +11,7 @@ import pytest
 from ortweb._convert import to_wire
 from ortweb._dtypes import DTYPES, DType, by_onnx
 from ortweb._metadata import NodeArg, format_shape, node_args_from_bridge
-from ortweb._validate import check_feeds, check_output_names, describe
+from ortweb._validate import FeedMemo, check_feeds, check_output_names, describe
 from ortweb.errors import InvalidArgument, OrtWebError
 
 X = NodeArg("x", "tensor(float)", ["batch", 3])
@@ -325,3 +325,58 @@ def test_node_args_from_bridge() -> None:
     assert args[1] == NodeArg("b", "unknown", [])
     assert args[2] == NodeArg("7", "unknown", [])
     assert re.fullmatch(r"NodeArg\(name='a', type='tensor\(float\)', shape=\[.*\]\)", repr(args[0]))
+
+
+# -- the per-session memo -----------------------------------------------------------
+
+NUMERIC = [X, MASK, IDS]
+
+
+def _numeric(**changes: Any) -> dict[str, Any]:
+    feeds = {k: v for k, v in _good().items() if k != "text"}
+    feeds.update(changes)
+    return feeds
+
+
+def test_memo_passes_feeds_shaped_like_the_last_ones_with_the_same_result():
+    memo = FeedMemo()
+    first = check_feeds(NUMERIC, _numeric(), memo)
+    assert memo.signature is not None
+    again = _numeric(x=np.ones((4, 3), np.float32))
+    second = check_feeds(NUMERIC, again, memo)
+    assert [(a.name, d.onnx) for a, d, _ in second] == [(a.name, d.onnx) for a, d, _ in first]
+    assert second[0][2] is again["x"]  # the values fed now, not the remembered ones
+
+
+@pytest.mark.parametrize("changes, fragments", [
+    ({"x": np.zeros((4, 4), np.float32)}, ("'x'", "dimension 1 must be 3")),
+    ({"x": np.zeros((4, 3), np.float64)}, ("'x'", "float32", "float64")),
+    ({"mask": np.ones((3, 5), bool)}, ("'mask'", "'batch'")),
+    ({"x": [[0.0] * 3] * 4}, ("'x'", "list")),
+    ({"extra": np.zeros(1, np.float32)}, ("'extra'",)),
+])
+def test_memo_never_lets_a_bad_feed_through(changes, fragments):
+    memo = FeedMemo()
+    check_feeds(NUMERIC, _numeric(), memo)
+    with pytest.raises(InvalidArgument) as info:
+        check_feeds(NUMERIC, _numeric(**changes), memo)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+    check_feeds(NUMERIC, _numeric(), memo)  # and good ones still pass after
+
+
+def test_memo_leaves_out_string_feeds_whose_contents_are_checked():
+    memo = FeedMemo()
+    check_feeds(INPUTS, _good(), memo)
+    assert memo.signature is None
+    with pytest.raises(InvalidArgument, match="NUL"):
+        check_feeds(INPUTS, _with(text=np.array(["a", "b\x00"], dtype=object)), memo)
+
+
+def test_memo_is_per_byte_order_and_per_dtype():
+    memo = FeedMemo()
+    check_feeds([X], {"x": np.zeros((2, 3), np.float32)}, memo)
+    swapped = np.zeros((2, 3), np.dtype(">f4"))
+    checked = check_feeds([X], {"x": swapped}, memo)  # checked afresh, and accepted
+    assert checked[0][1].onnx == "tensor(float)"
+    assert memo.signature == [(swapped.dtype, (2, 3))]

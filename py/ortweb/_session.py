@@ -23,7 +23,7 @@ from ._options import RunOptions, SessionOptions
 from ._ortvalue import OrtValue
 from ._policy import Plan, ProviderPolicy, plan_providers
 from ._report import ProviderAttempt, ProviderReport
-from ._validate import check_feeds, check_output_names
+from ._validate import FeedMemo, check_feeds, check_output_names
 from .errors import InvalidArgument, NoSuchFile, OrtWebError, ProviderUnavailable, SessionClosed
 
 __all__ = ["InferenceSession", "load_model_bytes"]
@@ -223,6 +223,7 @@ class InferenceSession:
         self._outputs = node_args_from_bridge(
             [{**e, "type": _onnx_type(e["type"])} for e in info["outputs"]]
         )
+        self._feed_memo = FeedMemo()
         if isinstance(self._locations, dict):
             unknown = sorted(set(self._locations) - {a.name for a in self._outputs})
             if unknown:
@@ -370,7 +371,7 @@ class InferenceSession:
             self._locations is not None
             and any(self.output_location(n) == "gpu-buffer" for n, _ in fetches)
         )
-        for arg, dtype, value in check_feeds(self._inputs, input_feed):
+        for arg, dtype, value in check_feeds(self._inputs, input_feed, self._feed_memo):
             if isinstance(value, OrtValue) and value.handle is not None:
                 feeds.append((arg.name, value.handle))
                 on_gpu = True

@@ -19,7 +19,8 @@ from ._ortvalue import OrtValue
 from .errors import InvalidArgument
 
 __all__ = [
-    "MAX_TENSOR_BYTES", "check_feeds", "check_output_names", "check_value", "describe",
+    "MAX_TENSOR_BYTES", "FeedMemo", "check_feeds", "check_output_names", "check_value",
+    "describe",
 ]
 
 #: The largest CPU tensor ortweb hands to onnxruntime-web. Its wasm heap is 32-bit:
@@ -165,8 +166,40 @@ def check_value(
     return _dtypes.by_onnx(arg.type)
 
 
-def check_feeds(
+class FeedMemo:
+    """What the last feeds that passed :func:`check_feeds` looked like, per session.
+
+    Every check on numeric numpy feeds depends only on their names, dtypes and
+    shapes, and a loop of runs usually feeds the same ones each time: those pass
+    again on a comparison instead of the whole walk (a tiny run's Python work is
+    most of its cost). String tensors are checked element by element, so never
+    remembered; nor are OrtValues.
+    """
+
+    __slots__ = ("dtypes", "signature")
+
+    def __init__(self) -> None:
+        self.signature: list[tuple[np.dtype[Any], tuple[int, ...]]] | None = None
+        self.dtypes: list[_dtypes.DType] = []
+
+
+def _signature(
     inputs: Sequence[NodeArg], feeds: Any
+) -> list[tuple[np.dtype[Any], tuple[int, ...]]] | None:
+    """``(dtype, shape)`` per input when every feed is a numpy array, else None."""
+    if type(feeds) is not dict or len(feeds) != len(inputs):
+        return None
+    signature = []
+    for arg in inputs:
+        value = feeds.get(arg.name)
+        if type(value) is not np.ndarray:
+            return None
+        signature.append((value.dtype, value.shape))
+    return signature
+
+
+def check_feeds(
+    inputs: Sequence[NodeArg], feeds: Any, memo: FeedMemo | None = None
 ) -> list[tuple[NodeArg, _dtypes.DType, np.ndarray | OrtValue]]:
     """Validate ``feeds`` and return ``(arg, dtype, value)`` in the model's input order.
 
@@ -176,12 +209,31 @@ def check_feeds(
         The model's inputs.
     feeds : mapping of str to numpy.ndarray or OrtValue
         What the user passed as ``input_feed``.
+    memo : FeedMemo, optional
+        The session's memo: feeds shaped like the last ones that passed pass at once.
 
     Raises
     ------
     InvalidArgument
         For anything ORT-web would reject, misread or crash on.
     """
+    if memo is None:
+        return _check_all(inputs, feeds)
+    signature = _signature(inputs, feeds)
+    if signature is not None and signature == memo.signature:
+        return [
+            (arg, dtype, feeds[arg.name])
+            for arg, dtype in zip(inputs, memo.dtypes, strict=True)
+        ]
+    checked = _check_all(inputs, feeds)
+    if signature is not None and not any(dtype.is_string for _, dtype, _ in checked):
+        memo.signature, memo.dtypes = signature, [dtype for _, dtype, _ in checked]
+    return checked
+
+
+def _check_all(
+    inputs: Sequence[NodeArg], feeds: Any
+) -> list[tuple[NodeArg, _dtypes.DType, np.ndarray | OrtValue]]:
     if not isinstance(feeds, Mapping):
         raise InvalidArgument(
             "input_feed: expected a dict mapping input names to numpy arrays, "
