@@ -173,10 +173,16 @@ def get_bridge() -> Any:
     return bridge
 
 
+#: The bridge :func:`_installed` saw last, for :func:`run_session`: reading a property
+#: of ``globalThis`` makes a new proxy each time (10-20 µs on a tiny run's path).
+_last_seen: Any = None
+
+
 def _installed() -> Any:
     """``globalThis.ortwebBridge`` or None; the first time one is there, the event loop
     is sped up (:func:`_speed_up_event_loop`)."""
-    bridge = getattr(_GLOBAL, "ortwebBridge", None)
+    global _last_seen
+    bridge = _last_seen = getattr(_GLOBAL, "ortwebBridge", None)
     if bridge is not None and _event_loop is None:
         _speed_up_event_loop(bridge)
     return bridge
@@ -595,7 +601,8 @@ async def run_session(
     ``fetches`` pairs each output name with the handle of a pre-allocated GPU
     value to write into, or None.
     """
-    bridge = _installed() or await ensure_bridge()
+    # Every other call looks the bridge up afresh, so the one seen last is current.
+    bridge = _last_seen or await ensure_bridge()
     options = None if run_options is None else _js(run_options)
     flat = await call(
         "run", handle, _fetch_list(fetches), options, *_flat_feeds(feeds, bridge),
@@ -604,20 +611,21 @@ async def run_session(
     return _decode_outputs(flat.to_py(depth=1))
 
 
-#: JS arrays of output names fetched without a pre-allocated value, by names: the
+#: JS fetch lists without pre-allocated values, by ``((name, None), ...)``: the
 #: common fetch list, built once (the bridge only reads it).
-_plain_fetches: dict[tuple[str, ...], Any] = {}
+_plain_fetches: dict[tuple[tuple[str, int | None], ...], Any] = {}
 
 
 def _fetch_list(fetches: Sequence[tuple[str, int | None]]) -> Any:
+    key = fetches if isinstance(fetches, tuple) else tuple(fetches)
+    cached = _plain_fetches.get(key)
+    if cached is not None:
+        return cached
     if any(value is not None for _, value in fetches):
         return to_js([[name, value] for name, value in fetches])
-    names = tuple(name for name, _ in fetches)
-    cached = _plain_fetches.get(names)
-    if cached is None:
-        if len(_plain_fetches) >= 256:
-            _plain_fetches.clear()
-        cached = _plain_fetches[names] = to_js([[name, None] for name in names])
+    if len(_plain_fetches) >= 256:
+        _plain_fetches.clear()
+    cached = _plain_fetches[key] = to_js([[name, None] for name, _ in fetches])
     return cached
 
 

@@ -340,7 +340,7 @@ class InferenceSession:
         """
         self._check_open()
         names = check_output_names(self._outputs, output_names)
-        outputs = await self._execute(input_feed, [(n, None) for n in names], run_options)
+        outputs = await self._execute(input_feed, tuple((n, None) for n in names), run_options)
         if self._locations is None:
             return outputs  # numpy arrays only: the common case, kept short
         results: list[Any] = []
@@ -357,7 +357,7 @@ class InferenceSession:
     async def _execute(
         self,
         input_feed: Any,
-        fetches: list[tuple[str, int | None]],
+        fetches: Sequence[tuple[str, int | None]],
         run_options: RunOptions | None,
     ) -> list[np.ndarray | _bridge.GpuOutput]:
         """Validate, convert and run; re-create the session if ORT fails under IO binding."""
