@@ -164,6 +164,29 @@ CASES: dict[str, Case] = {
         "    if ortweb.live_handles() == before:\n        break\n"
         "assert ortweb.live_handles() == before, (before, ortweb.live_handles())\n"
         "raise asyncio.CancelledError('checked')", "CancelledError", model="two"),
+    "run_with_gpu_outputs_cancelled": Case(
+        # What ORT made on the GPU for a cancelled run has no owner: the bridge
+        # disposes of it when the run settles.
+        "g = await ortweb.InferenceSession.create(MODELS['two'], providers=['webgpu'], "
+        "preferred_output_location='gpu-buffer')\n"
+        "before = ortweb.live_handles()['gpu_tensors']\n"
+        "queue = (await run_js(\"import('/bridge/queue.js')\")).pageQueue\n"
+        "run_js('(q) => { q.run(() => new Promise((ok) => setTimeout(ok, 50))); }')(queue)\n"
+        "task = asyncio.ensure_future(g.run_async(None, {'x': X2}))\n"
+        "await asyncio.sleep(0)\nassert not task.done()\ntask.cancel()\n"
+        "try:\n    await task\nexcept asyncio.CancelledError:\n    pass\n"
+        "else:\n    raise AssertionError('the run was not cancelled')\n"
+        "for _ in range(300):  # until the cancelled run has run and settled\n"
+        "    await asyncio.sleep(0.01)\n"
+        "    if ortweb._bridge.stats()['queued'] == 0:\n        break\n"
+        "await asyncio.sleep(0.05)\n"
+        "assert ortweb._bridge.stats()['queued'] == 0\n"
+        "after = ortweb.live_handles()['gpu_tensors']\n"
+        "(d, *rest) = await g.run_async(None, {'x': X2})\n"
+        "assert d.numpy().tolist() == (X2 * 2).tolist()\n"
+        "for v in (d, *rest):\n    v.dispose()\n"
+        "await g.close_async()\n"
+        "assert after == before, (before, after)", "ok", model="two", eps=GPU),
     "exception_inside_user_callback": Case(
         # JS calls back into Python (as a page's event handler would); the callback's
         # error reaches the JS caller with its traceback and ortweb is unaffected.
