@@ -157,10 +157,11 @@ export function createBridge(options = {}) {
     },
     /**
      * Start `bridge[method](...args)` and return a job that records its envelope
-     * when it settles: `{done, envelope, promise, wait()}`. Python looks at `done` after one
-     * turn of the event loop rather than awaiting the promise: Pyodide wraps an
-     * awaited promise in an asyncio Future, and that costs a second trip through
-     * the event loop per call (see `_bridge.call`).
+     * when it settles: `{done, envelope, promise, wait()}`. For the sync API (which
+     * suspends on `wait()`) and where the wake-up of `startThen` is turned off: then
+     * Python looks at `done` after one turn of the event loop rather than awaiting
+     * the promise, as Pyodide wraps an awaited promise in an asyncio Future, and that
+     * costs a second trip through the event loop per call (see `_bridge.call`).
      * @param {string} method @param {...any} args
      */
     start: (method, ...args) => startJob(method, args),

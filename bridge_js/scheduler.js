@@ -46,9 +46,9 @@ export function createScheduler() {
  * one of a chain posts a marker task that ends the chain when the page gets to run
  * it, and a wake-up due after the budget waits behind that marker instead.
  *
- * `wake` gets what `settled` resolved to; it may return a promise (a Pyodide
- * callable made with `_may_syncify` does), whose rejection is reported like an
- * uncaught error, as is a throw.
+ * `wake` gets what `settled` resolved to; it may return a promise (a PyProxy's
+ * `callPromising` does), whose rejection is reported like an uncaught error, as is
+ * a throw.
  * @param {number} [budgetMs]
  * @returns {(settled: Promise<any>, wake: (value: any) => any) => void}
  */
