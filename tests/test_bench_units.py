@@ -91,6 +91,7 @@ def test_write_outputs(tmp_path) -> None:
 def test_plan_quick_is_smaller() -> None:
     quick, full = bench.Plan.quick(), bench.Plan()
     assert quick.bridge_pairs < full.bridge_pairs and quick.cold_reps < full.cold_reps
+    assert quick.resnet_pairs < full.resnet_pairs
     assert bench.Plan().transfer_k(64) >= 2
 
 
