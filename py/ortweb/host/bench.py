@@ -282,7 +282,7 @@ class Plan:
     tiny_k: int = 200
     resnet_k: int = 2
     #: resnet50's ratio is ~1.001 in truth (the bridge adds 0.2-0.3 ms to a 450 ms
-    #: run) but single rounds spread 0.93-1.22 here: more rounds steady the median.
+    #: run) but single rounds spread 0.82-1.22 here: more rounds steady the median.
     resnet_pairs: int = 16
     transfer_sizes: tuple[int, ...] = (1, 16, 64)
     transfer_pairs: int = 8
@@ -297,8 +297,8 @@ class Plan:
     def quick(cls) -> Plan:
         """Under 5 minutes on two shared cores."""
         return cls(bridge_pairs=5, tiny_k=100, resnet_k=2, resnet_pairs=6, transfer_pairs=4,
-                   chain_pairs=3,
-                   chain_k={1: 2, 16: 1}, threads_reps=3, threads_k=2, cold_reps=2)
+                   chain_pairs=3, chain_k={1: 2, 16: 1}, threads_reps=3, threads_k=2,
+                   cold_reps=2)
 
     def transfer_k(self, mb: int) -> int:
         return max(2, 32 // mb)
@@ -427,7 +427,8 @@ def run_bench(
                     pairs = plan.resnet_pairs if key == "resnet50" else plan.bridge_pairs
                     say(f"bench: bridge overhead, {key}: {pairs} pairs of {k} runs")
                     # On the tiny model also the sync API and one bare turn of
-                    # Pyodide's event loop (the floor of any awaited call).
+                    # Pyodide's event loop (what awaiting any JS promise adds; a
+                    # bridge call skips it), which also shows how fast the machine is.
                     extra = key == "tiny"
                     py, js, sync, turn = [], [], [], []
                     for i in range(pairs):
