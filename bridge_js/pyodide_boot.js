@@ -13,6 +13,8 @@
  * @property {string} indexURL       folder of Pyodide's core files (ends with '/')
  * @property {string} [lockFileURL]  lock file listing the packages (defaults to indexURL + 'pyodide-lock.json')
  * @property {string[]} [packages]   packages to load from the lock (default numpy + ortweb)
+ * @property {string} [offlineListURL] set-up's offline-packages.json: the lock's packages whose
+ *   wheels are not here are dropped from it, and importing one of them fails by name
  * @property {(line: string) => void} [stdout]
  * @property {(line: string) => void} [stderr]
  * @property {(msg: string) => void} [progress] messages about what is loading
@@ -24,7 +26,12 @@
  */
 export async function bootPyodide(options) {
   const indexURL = new URL(options.indexURL, globalThis.location?.href).href;
-  const lockFileURL = options.lockFileURL ?? indexURL + 'pyodide-lock.json';
+  let lockFileURL = options.lockFileURL ?? indexURL + 'pyodide-lock.json';
+  /** @type {Object<string, string>} import name → package that is not available offline */
+  let missingImports = {};
+  if (options.offlineListURL) {
+    ({ lockFileURL, missingImports } = await offlineLock(lockFileURL, options.offlineListURL));
+  }
   const packages = options.packages ?? ['numpy', 'ortweb'];
   const progress = options.progress ?? (() => {});
   progress('loading Pyodide');
@@ -37,6 +44,7 @@ export async function bootPyodide(options) {
     // Nothing may come from a CDN: packages are only taken from indexURL.
     packageCacheDir: indexURL,
   });
+  if (Object.keys(missingImports).length) installMissingHook(pyodide, missingImports);
   /** @type {string[]} */
   const problems = [];
   progress(`loading ${packages.join(', ')}`);
@@ -50,4 +58,74 @@ export async function bootPyodide(options) {
     throw new Error(`Pyodide packages failed to load: ${missing.join(', ') || '(none missing)'}; ${problems.join(' | ')}`);
   }
   return pyodide;
+}
+
+/** @param {string} url */
+async function fetchJSON(url) {
+  const response = await fetch(url);
+  if (!response.ok) {
+    throw new Error(`cannot load ${url}: HTTP ${response.status}` +
+      (url.endsWith('offline-packages.json') ? ' (run `python3 build.py setup`)' : ''));
+  }
+  return response.json();
+}
+
+/**
+ * The lock without the packages whose wheels set-up could not obtain: offered, they
+ * would only send Pyodide and micropip to a file that is not there. File names are
+ * made absolute, since the new lock lives at a blob: URL.
+ * @param {string} lockURL
+ * @param {string} offlineListURL
+ */
+async function offlineLock(lockURL, offlineListURL) {
+  const absoluteLock = new URL(lockURL, globalThis.location?.href).href;
+  const [lock, offline] = await Promise.all([fetchJSON(absoluteLock), fetchJSON(offlineListURL)]);
+  /** @type {Object<string, string>} */
+  const missingImports = {};
+  for (const [name, imports] of Object.entries(offline.unavailable)) {
+    if (!(name in lock.packages)) continue;
+    delete lock.packages[name];
+    for (const imp of /** @type {string[]} */ (imports)) missingImports[imp] = name;
+  }
+  for (const pkg of Object.values(lock.packages)) {
+    /** @type {any} */ (pkg).file_name = new URL(/** @type {any} */ (pkg).file_name, absoluteLock).href;
+  }
+  const blob = new Blob([JSON.stringify(lock)], { type: 'application/json' });
+  return { lockFileURL: URL.createObjectURL(blob), missingImports };
+}
+
+// Last on sys.meta_path, so it only sees imports nothing else could satisfy. Without
+// it, `import cv2` would say no more than "No module named 'cv2'".
+const MISSING_HOOK = `
+import sys
+from importlib.abc import MetaPathFinder
+
+class OfflineMissingFinder(MetaPathFinder):
+    def __init__(self, missing):
+        self.missing = missing
+
+    def find_spec(self, fullname, path=None, target=None):
+        package = self.missing.get(fullname) if path is None else None
+        if package is None:
+            return None
+        raise ModuleNotFoundError(
+            f"No module named {fullname!r}: it comes from the Pyodide package {package!r}, "
+            "which is not available offline (set-up could not obtain a verified copy of its "
+            "wheel; ortweb's README lists the offline packages). A site built with "
+            "--assets cdn loads it from Pyodide's CDN.", name=fullname)
+
+sys.meta_path.append(OfflineMissingFinder(dict(missing)))
+`;
+
+/** @param {any} pyodide @param {Object<string, string>} missing */
+function installMissingHook(pyodide, missing) {
+  const scope = pyodide.globals.get('dict')();
+  const table = pyodide.toPy(missing);
+  try {
+    scope.set('missing', table);
+    pyodide.runPython(MISSING_HOOK, { globals: scope });
+  } finally {
+    table.destroy();
+    scope.destroy();
+  }
 }

@@ -33,6 +33,7 @@ w.ortwebReady = (async () => {
   try {
     pyodide = await bootPyodide({
       indexURL: new URL('../pyodide/', import.meta.url).href,
+      offlineListURL: new URL('../pyodide/offline-packages.json', import.meta.url).href,
       stdout: (line) => emit('stdout', line),
       stderr: (line) => emit('stderr', line),
       progress: (msg) => { status.textContent = msg; },
