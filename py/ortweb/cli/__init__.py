@@ -2,7 +2,8 @@
 
     ortweb run MODEL [--providers wasm|webgpu|...] [-i in.npz] [-o out.npz] [--seed N]
                      [--compare-native] [--rtol R] [--atol A] [--dim NAME=N] [--json]
-    ortweb exec SCRIPT.py [--providers ...] [--file PATH]... [-- ARGS...]
+    ortweb exec SCRIPT.py [--providers ...] [--file PATH]... [--wheel PATH]...
+                     [--requirements FILE] [-- ARGS...]
                      (everything after -- is the script's sys.argv[1:])
     ortweb site --model M --script APP.py [--out DIR] [--title T] [--providers ...]
                 [--template NAME|PATH] [--assets local|cdn] [--file PATH]... [--force]
@@ -85,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
                     help="default providers for sessions the script creates")
     ex.add_argument("--file", type=Path, action="append", default=[],
                     help="copy a file into the script's working directory")
+    ex.add_argument("--wheel", type=Path, action="append", default=[],
+                    help="install a wheel with micropip, offline, before the script runs; "
+                         "its requirements must be met by the offline Pyodide packages or "
+                         "other --wheel files (repeatable)")
+    ex.add_argument("--requirements", type=Path, default=None, metavar="FILE",
+                    help="wheel paths and requirements to install offline before the script "
+                         "runs, one a line")
     ex.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
                      help="ORT-web WebGPU build: native C++ EP (default) or JSEP")
 

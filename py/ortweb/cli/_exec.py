@@ -6,9 +6,12 @@ import argparse
 import json
 import shutil
 import sys
+from pathlib import Path
 
 from ..host import inpage
+from ..host.assets import find_assets
 from ..host.browser import PythonFailure, open_runtime
+from ..host.packages import PackageError, parse_requirements_file, resolve_for_pyodide
 from . import UsageError
 
 __all__ = ["cmd_exec"]
@@ -27,16 +30,45 @@ def cmd_exec(args: argparse.Namespace) -> int:
     for path in args.file:
         if not path.is_file():
             raise UsageError(f"--file {path} not found")
+    for path in args.wheel:
+        if not path.is_file():
+            raise UsageError(f"--wheel {path} not found")
+    if args.requirements is not None and not args.requirements.is_file():
+        raise UsageError(f"--requirements {args.requirements} not found")
     argv = list(args.args)
+    wheels: list[Path] = list(args.wheel)
+    requirements: list[str] = []
+    plan = None
+    try:
+        if args.requirements is not None:
+            more, requirements = parse_requirements_file(args.requirements)
+            wheels += more
+        if wheels or requirements:
+            # Checked on the host first: a requirement the offline set cannot meet stops
+            # here, by name, before any page (or network request) exists.
+            plan = resolve_for_pyodide(find_assets().pyodide, wheels, requirements)
+    except PackageError as exc:
+        print(f"ortweb exec: error: {exc}\n(nothing of {args.script.name} ran)", file=sys.stderr)
+        return 1
     with open_runtime(args.browser) as runtime, runtime.shared_folder() as (folder, prefix):
         for path in [args.script, *args.file]:
             shutil.copyfile(path, folder / path.name)
         with runtime.new_page(
             providers=args.providers, on_output=_stream, webgpu_build=args.webgpu_build
         ) as page:
+            if plan is not None:
+                try:
+                    page.install_wheels(plan.wheels, requirements, folder, prefix,
+                                        plan.lock_packages)
+                except PythonFailure as exc:
+                    print(exc.traceback, file=sys.stderr)
+                    print(f"ortweb exec: installing the wheels failed (nothing of "
+                          f"{args.script.name} ran)", file=sys.stderr)
+                    return 1
             for path in [args.script, *args.file]:
                 page.write_file(prefix + path.name, f"{_CWD}/{path.name}")
-            call = {"cwd": _CWD, "script": args.script.name, "argv": argv}
+            modules = [p.name for p in args.file if p.suffix == ".py"]
+            call = {"cwd": _CWD, "script": args.script.name, "argv": argv, "modules": modules}
             try:
                 code = f"ORTWEB_ARGS = {json.dumps(json.dumps(call))}\n"
                 status = page.run_python(

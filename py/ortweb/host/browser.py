@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import inpage
 from .assets import Assets, find_assets
+from .packages import WheelInfo
 from .server import StaticServer
 
 __all__ = [
@@ -275,6 +277,52 @@ class PyodidePage:
     def read_file(self, fs_path: str) -> bytes:
         """Read a file from Pyodide's file system."""
         return base64.b64decode(self.page.evaluate("(p) => window.ortwebReadFile(p)", fs_path))
+
+    def install_wheels(self, wheels: Sequence[WheelInfo], requirements: Sequence[str],
+                       folder: Path, prefix: str, packages: Sequence[str] = ()) -> list[str]:
+        """Install wheels and requirements with micropip, offline (no package index).
+
+        Check them first with :func:`ortweb.host.packages.resolve_offline`: it gives
+        the wheels in install order and names any requirement the page cannot meet.
+
+        Parameters
+        ----------
+        wheels : sequence of WheelInfo
+            In install order (each after the given wheels it requires).
+        requirements : sequence of str
+            More requirements, met by the page's lock or the wheels.
+        folder, prefix : Path, str
+            A folder the server offers at ``prefix`` (:meth:`Runtime.shared_folder`),
+            through which the wheels reach the page.
+        packages : sequence of str
+            The Pyodide packages they need (``Resolution.lock_packages``), loaded first.
+
+        Returns
+        -------
+        list of str
+            The distributions micropip lists afterwards.
+
+        Raises
+        ------
+        PythonFailure
+            When micropip fails (its message says which requirement).
+        """
+        paths = []
+        for info in wheels:
+            # The page must see the original file name: micropip reads the name,
+            # version and tags from it.
+            served = f"{uuid.uuid4().hex}-{info.path.name}"
+            shutil.copyfile(info.path, folder / served)
+            try:
+                target = f"/tmp/ortweb-wheels/{info.path.name}"
+                self.write_file(prefix + served, target)
+            finally:
+                (folder / served).unlink()
+            paths.append(target)
+        spec = json.dumps({"wheels": paths, "requirements": list(requirements),
+                           "packages": list(packages)})
+        code = f"ORTWEB_INSTALL = {json.dumps(spec)}\n" + inpage.source("install_wheels")
+        return list(json.loads(self.run_python(code, filename="<ortweb install>")))
 
     def screenshot(self, path: str | os.PathLike[str]) -> None:
         self.page.screenshot(path=str(path))

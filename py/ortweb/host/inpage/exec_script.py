@@ -6,6 +6,7 @@ import os
 import sys
 import traceback
 
+import pyodide_js
 from pyodide.code import eval_code_async
 
 _args = json.loads(ORTWEB_ARGS)  # type: ignore[name-defined]
@@ -13,6 +14,25 @@ os.chdir(_args["cwd"])
 sys.argv = [_args["script"], *_args["argv"]]
 with open(_args["script"]) as _f:
     _source = _f.read()
+# The Pyodide packages the script and its --file modules import, loaded from the
+# offline set before it runs, as Pyodide's own loadPackagesFromImports does it. A
+# package that is not here is not in the page's lock: its import fails by name.
+_problems = []
+for _name in [_args["script"], *_args["modules"]]:
+    with open(_name) as _f:
+        await pyodide_js.loadPackagesFromImports(
+            _f.read(), checkIntegrity=True, messageCallback=lambda _m: None,
+            errorCallback=_problems.append,
+        )
+if _problems:
+    raise RuntimeError("Pyodide packages the script imports failed to load: "
+                       + "; ".join(_problems))
+if "micropip" in pyodide_js.loadedPackages.to_py():
+    import micropip
+
+    # micropip.install in the script finds what the page's lock and installed
+    # wheels hold, and never asks PyPI (the page is offline).
+    micropip.set_index_urls([])
 _status = 0
 try:
     await eval_code_async(
