@@ -11,9 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ortweb import __version__ as ortweb_version
 from ortweb.host import samples
+from ortweb.host.assets import find_assets
 from ortweb.host.inputs import load_npz, save_npz
 from ortweb.host.native import run_native
+from wheelmaker import make_wheel, tiny_wheels
 
 pytestmark = pytest.mark.browser
 
@@ -154,6 +157,113 @@ def test_exec_exception_exits_1_with_traceback(script_dir):
 def test_exec_sys_exit_status(script_dir):
     result = _exec(script_dir, "--", "--exit")
     assert result.returncode == 3, result.stdout + result.stderr
+
+
+IMPORTS_SCRIPT = '''
+import micropip
+import PIL
+import scipy
+from scipy import linalg
+
+print("scipy", scipy.__version__, "PIL", PIL.__version__, "micropip", micropip.__version__)
+print("det", round(float(linalg.det([[2.0, 1.0], [1.0, 3.0]])), 6))
+try:
+    import cv2
+except ModuleNotFoundError as exc:
+    print("cv2:", exc)
+try:
+    await micropip.install("regex")
+except ValueError as exc:
+    print("micropip:", exc)
+'''
+
+BLOCKED = "the page tried to reach"
+
+
+def test_exec_loads_the_scripts_pyodide_imports_and_stays_offline(tmp_path):
+    (tmp_path / "imports.py").write_text(IMPORTS_SCRIPT)
+    result = ortweb("exec", str(tmp_path / "imports.py"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "scipy 1.14.1 PIL 10.2.0 micropip 0.9.0" in result.stdout
+    assert "det 5.0" in result.stdout
+    # opencv-python is in Pyodide's lock but not obtainable here: its import says so.
+    assert ("cv2: No module named 'cv2': it comes from the Pyodide package 'opencv-python', "
+            "which is not available offline") in result.stdout
+    # micropip has no index: a package that is not here fails at once, no request made.
+    assert "micropip: Can't fetch metadata for 'regex'" in result.stdout
+    assert BLOCKED not in result.stderr, result.stderr
+
+
+WHEEL_SCRIPT = '''
+import importlib.metadata as md
+import sys
+
+import tinypkg
+
+print("doubled", tinypkg.doubled(4))
+print("versions", md.version("tinypkg"), md.version("tinydep"), md.version("ortweb"))
+print("scipy installed", md.version("scipy"))
+print("argv", sys.argv[1:])
+'''
+
+
+def test_exec_installs_wheels_offline_before_the_script(tmp_path):
+    pkg, _dep = tiny_wheels(tmp_path / "dist")
+    (tmp_path / "app.py").write_text(WHEEL_SCRIPT)
+    # --requirements: a wheel path (relative to the file) and a spec the lock meets.
+    (tmp_path / "requirements.txt").write_text(
+        "# the dependency of tinypkg, as a file\ndist/tinydep-1.0-py3-none-any.whl\n"
+        "scipy>=1.10  # from the offline Pyodide packages\n")
+    result = ortweb("exec", str(tmp_path / "app.py"), "--wheel", str(pkg),
+                    "--requirements", str(tmp_path / "requirements.txt"), "--", "x")
+    assert result.returncode == 0, result.stdout + result.stderr
+    # micropip's own chatter stays off the script's stdout.
+    assert result.stdout.splitlines() == [
+        "doubled [0, 2, 4, 6]",
+        f"versions 0.1 1.0 {ortweb_version}",
+        "scipy installed 1.14.1",
+        "argv ['x']",
+    ], result.stdout + result.stderr
+    assert BLOCKED not in result.stderr, result.stderr
+
+
+def test_exec_requirement_not_available_offline_fails_before_the_script(tmp_path):
+    bad = make_wheel(tmp_path, "needsmore", "0.1",
+                     ["numpy", "regex", "opencv-python>=4", "nosuchthing", "scipy<1"])
+    (tmp_path / "app.py").write_text('print("THE SCRIPT RAN")\n')
+    result = ortweb("exec", str(tmp_path / "app.py"), "--wheel", str(bad))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "THE SCRIPT RAN" not in result.stdout
+    err = result.stderr
+    assert "cannot be installed offline" in err and "(nothing of app.py ran)" in err
+    assert "'regex' (required by needsmore 0.1" in err and "'regex' is not available offline" in err
+    assert "'opencv-python>=4'" in err and "'opencv-python' is not available offline" in err
+    assert "'nosuchthing' is neither an offline Pyodide package nor one of the --wheel files" in err
+    assert "Pyodide package scipy 1.14.1 does not satisfy <1" in err
+    assert "'numpy'" not in err  # met by the lock
+    assert BLOCKED not in err
+    # A requirements file with a pip option is refused with its line.
+    (tmp_path / "req.txt").write_text("numpy\n--index-url https://pypi.org/simple\n")
+    result = ortweb("exec", str(tmp_path / "app.py"), "--requirements", str(tmp_path / "req.txt"))
+    assert result.returncode == 1 and "req.txt:2: pip option" in result.stderr, result.stderr
+
+
+def _lock_has_onnxruntime() -> bool:
+    lock = json.loads((find_assets().pyodide / "pyodide-lock.json").read_text())
+    return "onnxruntime" in lock["packages"]
+
+
+def test_exec_wheel_requiring_onnxruntime_gets_the_drop_in(tmp_path):
+    if not _lock_has_onnxruntime():
+        pytest.skip("build/pyodide/pyodide-lock.json has no 'onnxruntime' entry yet: the "
+                    "drop-in onnxruntime wheel (build.py build_browser_wheel) is not built")
+    wheel = make_wheel(tmp_path, "usesort", "0.1", ["onnxruntime>=1.30", "numpy"],
+                       "import onnxruntime\nVERSION = onnxruntime.__version__\n")
+    (tmp_path / "app.py").write_text("import usesort\nprint('ort', usesort.VERSION)\n")
+    result = ortweb("exec", str(tmp_path / "app.py"), "--wheel", str(wheel))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ort 1.30.0" in result.stdout
+    assert BLOCKED not in result.stderr
 
 
 def test_demo():
