@@ -49,12 +49,25 @@ def test_tolerance() -> None:
     c = compare("y", outside, want)
     assert not c.ok
     assert c.mismatched == 3
-    assert c.problem == "3 of 4 elements differ"
+    assert c.problem.startswith("3 of 4 elements differ; worst at [1]: 100.2 vs native 100 ")
     assert c.max_abs == pytest.approx(0.2)
     assert c.max_rel == pytest.approx(2e-3)
+    assert c.tolerance_used == pytest.approx(0.2 / (1e-5 + 0.1))
     near_zero = compare("y", np.array([2e-5]), np.array([0.0]))
     assert not near_zero.ok and near_zero.mismatched == 1
     assert compare("y", outside, want, rtol=1e-2, atol=1e-4).ok
+
+
+def test_tolerance_used_stays_sane_where_native_is_zero() -> None:
+    # Relative to a native 1e-300 the error reads 1e+300; the tolerance used is
+    # numpy.allclose's measure: within 1 passes, whatever the reference.
+    c = compare("y", np.array([1e-6, 1.0]), np.array([1e-300, 1.0]))
+    assert c.ok and c.max_rel > 1e290
+    assert c.tolerance_used == pytest.approx(1e-6 / (1e-5 + 1e-3 * 1e-300))
+    bad = compare("y", np.array([1e-4, 1.0]), np.array([0.0, 1.0]))
+    assert not bad.ok and bad.tolerance_used == pytest.approx(10.0)
+    assert "worst at [0]: 0.0001 vs native 0" in bad.problem
+    assert compare("y", np.array([np.inf]), np.array([1.0])).tolerance_used == np.inf
 
 
 def test_float16_compared_in_float64() -> None:

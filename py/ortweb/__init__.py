@@ -18,7 +18,7 @@ from __future__ import annotations
 from . import errors
 from ._dtypes import DTYPES
 from ._iobinding import IOBinding
-from ._metadata import NodeArg
+from ._metadata import ModelMetadata, NodeArg
 from ._options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
 from ._ortvalue import OrtValue
 from ._policy import ProviderPolicy
@@ -59,6 +59,7 @@ __all__ = [
     "InferenceSession",
     "InvalidArgument",
     "InvalidGraph",
+    "ModelMetadata",
     "NoSuchFile",
     "NodeArg",
     "NotImplementedByRuntime",

@@ -18,13 +18,27 @@ from . import _bridge, _dtypes
 from ._auto import choose_provider
 from ._convert import to_wire
 from ._iobinding import IOBinding
-from ._metadata import NodeArg, node_args_from_bridge
+from ._metadata import (
+    ModelMetadata,
+    NodeArg,
+    model_metadata,
+    node_args_from_bridge,
+    node_args_from_model,
+)
+from ._onnxproto import parse_model
 from ._options import RunOptions, SessionOptions
 from ._ortvalue import OrtValue
 from ._policy import Plan, ProviderPolicy, plan_providers
 from ._report import ProviderAttempt, ProviderReport
 from ._validate import FeedMemo, check_feeds, check_output_names
-from .errors import InvalidArgument, NoSuchFile, OrtWebError, ProviderUnavailable, SessionClosed
+from .errors import (
+    InvalidArgument,
+    InvalidGraph,
+    NoSuchFile,
+    OrtWebError,
+    ProviderUnavailable,
+    SessionClosed,
+)
 
 __all__ = ["InferenceSession", "load_model_bytes"]
 
@@ -217,12 +231,7 @@ class InferenceSession:
         self._provider = str(info["provider"])
         self._build = str(info["build"])
         self._report = _make_report(plan, info, timings, how)
-        self._inputs = node_args_from_bridge(
-            [{**e, "type": _onnx_type(e["type"])} for e in info["inputs"]]
-        )
-        self._outputs = node_args_from_bridge(
-            [{**e, "type": _onnx_type(e["type"])} for e in info["outputs"]]
-        )
+        self._describe(info)
         self._feed_memo = FeedMemo()
         if isinstance(self._locations, dict):
             unknown = sorted(set(self._locations) - {a.name for a in self._outputs})
@@ -232,6 +241,31 @@ class InferenceSession:
                     f"preferred_output_location names unknown output(s) {unknown}; the model's "
                     f"outputs are {[a.name for a in self._outputs]}"
                 )
+
+    def _describe(self, info: dict[str, Any]) -> None:
+        """Take inputs, outputs and metadata from the model's own bytes, as native
+        onnxruntime shows them (ORT-web's ``inputMetadata`` turns a ``-1`` or unset
+        dim into 4294967295 and a missing shape into rank 0)."""
+        try:
+            model = parse_model(self._model_bytes)
+        except InvalidGraph:
+            # ORT-web loaded bytes ortweb's small reader cannot: the runtime is the
+            # authority on what loads, so describe the model with what it reports.
+            model = None
+        if model is None:
+            self._inputs = node_args_from_bridge(
+                [{**e, "type": _onnx_type(e["type"])} for e in info["inputs"]]
+            )
+            self._outputs = node_args_from_bridge(
+                [{**e, "type": _onnx_type(e["type"])} for e in info["outputs"]]
+            )
+            self._overridable: list[NodeArg] = []
+            self._meta: ModelMetadata | None = None
+            return
+        self._inputs, self._outputs, self._overridable = node_args_from_model(
+            model, self._options.free_dimension_overrides
+        )
+        self._meta = model_metadata(model)
 
     async def _create_planned(self, plan: Plan) -> dict[str, Any]:
         try:
@@ -285,6 +319,29 @@ class InferenceSession:
     def get_outputs(self) -> list[NodeArg]:
         """The model's outputs (name, type, shape)."""
         return list(self._outputs)
+
+    def get_overridable_initializers(self) -> list[NodeArg]:
+        """Graph inputs that have an initializer (IR version 4 and later), as in
+        onnxruntime. Unlike native, ortweb does not take them as feeds (they are
+        unknown input names to ``run``): the model's initializer is always used."""
+        return list(self._overridable)
+
+    def get_modelmeta(self) -> ModelMetadata:
+        """The model's metadata (producer, graph name, doc strings, version,
+        ``metadata_props``), as onnxruntime's ``get_modelmeta()``.
+
+        Raises
+        ------
+        InvalidGraph
+            When ortweb could not read the model's bytes (onnxruntime-web loaded
+            them, but does not report metadata).
+        """
+        if self._meta is None:
+            raise InvalidGraph(
+                "get_modelmeta: ortweb could not read this model's ModelProto, and "
+                "onnxruntime-web does not report model metadata"
+            )
+        return self._meta
 
     def get_providers(self) -> list[str]:
         """Providers of this session: the one that runs it, then ``'wasm'``.

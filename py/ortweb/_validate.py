@@ -8,6 +8,7 @@ message that names the input, what was expected and what came.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,17 +53,56 @@ def _dtype_expr(arg: NodeArg) -> str:
     return "numpy.bool_" if name == "bool" else f"numpy.{name}"
 
 
+def _from_list(arg: NodeArg, value: list[Any]) -> np.ndarray:
+    """Convert a list the way native onnxruntime does: ``numpy.array(value, dtype=...)``
+    with the input's declared dtype (floats into ints truncate), or ``str()`` of each
+    element for a string input, refusing what numpy cannot convert."""
+    try:
+        dtype = _dtypes.by_onnx(arg.type)
+    except KeyError:
+        raise InvalidArgument(
+            f"input {arg.name!r}: ortweb cannot feed values of type {arg.type}"
+        ) from None
+    try:
+        with warnings.catch_warnings():
+            # numpy warns (not raises) on some lossy casts; native converts them too.
+            warnings.simplefilter("ignore")
+            if dtype.is_string:
+                # Native makes an object array and takes str() of every element,
+                # whatever it is (so a ragged list gives the text of its rows).
+                items = np.array(value, dtype=object)
+                text = np.empty(items.shape, dtype=object)
+                text.flat[:] = [str(item) for item in items.flat]
+                return text
+            return np.array(value, dtype=dtype.numpy)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise InvalidArgument(
+            f"input {arg.name!r}: expected a list convertible to {_numpy_name(arg)} "
+            f"({arg.type}) with shape {format_shape(arg.shape)}, got a list numpy cannot "
+            f"convert ({exc}); onnxruntime refuses it too (\"Could not create tensor from "
+            "given input list\")"
+        ) from None
+
+
 def _as_array(arg: NodeArg, value: Any) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value
+    if isinstance(value, list):
+        return _from_list(arg, value)
     if isinstance(value, np.generic):
+        # Native onnxruntime refuses numpy scalars ("Unable to handle object of
+        # type numpy.float32"); ortweb has always taken them as 0-d arrays, and
+        # tests pin that, so it stays.
         return np.asarray(value)
-    expected = f"a numpy.ndarray of {_numpy_name(arg)} with shape {format_shape(arg.shape)}"
+    expected = (
+        f"a numpy.ndarray of {_numpy_name(arg)} with shape {format_shape(arg.shape)} "
+        "(or a list)"
+    )
     if value is None:
         raise InvalidArgument(f"input {arg.name!r}: expected {expected}, got None")
     kind = type(value).__name__
     hint = ""
-    if isinstance(value, list | tuple | int | float | bool):
+    if isinstance(value, tuple | int | float | bool):
         hint = f"; convert it with numpy.asarray(value, dtype={_dtype_expr(arg)})"
     raise InvalidArgument(f"input {arg.name!r}: expected {expected}, got {kind}{hint}")
 
@@ -110,31 +150,24 @@ def _check_strings(arg: NodeArg, array: np.ndarray) -> None:
             )
 
 
-def _check_shape(
-    arg: NodeArg, got: tuple[int, ...], symbols: dict[str, tuple[int, str]],
-    role: str = "input",
-) -> None:
-    if len(got) != len(arg.shape):
+def _check_shape(arg: NodeArg, got: tuple[int, ...], role: str = "input") -> None:
+    """Refuse exactly the shapes native onnxruntime refuses: a wrong rank or a wrong
+    fixed dim. It checks nothing when the model declares no shape or a scalar
+    (``[]``), and never compares symbolic dims, not even across inputs."""
+    want_shape = arg.shape
+    if not want_shape:
+        return
+    if len(got) != len(want_shape):
         raise InvalidArgument(
-            f"{role} {arg.name!r}: expected rank {len(arg.shape)} "
-            f"(shape {format_shape(arg.shape)}), got rank {len(got)} (shape {list(got)})"
+            f"{role} {arg.name!r}: expected rank {len(want_shape)} "
+            f"(shape {format_shape(want_shape)}), got rank {len(got)} (shape {list(got)})"
         )
-    for axis, (want, size) in enumerate(zip(arg.shape, got, strict=True)):
+    for axis, (want, size) in enumerate(zip(want_shape, got, strict=True)):
         if isinstance(want, int) and want != size:
             raise InvalidArgument(
                 f"{role} {arg.name!r}: dimension {axis} must be {want}, got {size} "
-                f"(expected shape {format_shape(arg.shape)}, got {list(got)})"
+                f"(expected shape {format_shape(want_shape)}, got {list(got)})"
             )
-        if isinstance(want, str):
-            seen = symbols.get(want)
-            if seen is None:
-                symbols[want] = (size, arg.name)
-            elif seen[0] != size:
-                raise InvalidArgument(
-                    f"{role} {arg.name!r}: dimension {axis} ({want!r}) is {size}, but input "
-                    f"{seen[1]!r} has {want!r} = {seen[0]}; inputs sharing a symbolic "
-                    f"dimension must agree"
-                )
 
 
 def _check_size(arg: NodeArg, array: np.ndarray, dtype: _dtypes.DType) -> None:
@@ -150,19 +183,16 @@ def _check_size(arg: NodeArg, array: np.ndarray, dtype: _dtypes.DType) -> None:
         )
 
 
-def check_value(
-    arg: NodeArg, value: OrtValue, role: str = "input",
-    symbols: dict[str, tuple[int, str]] | None = None,
-) -> _dtypes.DType:
+def check_value(arg: NodeArg, value: OrtValue, role: str = "input") -> _dtypes.DType:
     """Check an OrtValue fed as input (or bound as output) ``arg``: not disposed,
-    the model's element type, rank and fixed dims (and shared symbolic dims)."""
+    the model's element type, rank and fixed dims."""
     if value.is_disposed:
         raise InvalidArgument(f"{role} {arg.name!r}: the OrtValue given was disposed")
     if value.data_type() != arg.type:
         raise InvalidArgument(
             f"{role} {arg.name!r}: expected {arg.type}, got an OrtValue of {value.data_type()}"
         )
-    _check_shape(arg, tuple(value.shape()), {} if symbols is None else symbols, role)
+    _check_shape(arg, tuple(value.shape()), role)
     return _dtypes.by_onnx(arg.type)
 
 
@@ -251,16 +281,15 @@ def _check_all(
         raise InvalidArgument(
             "missing input(s): " + ", ".join(describe(a) for a in missing)
         )
-    symbols: dict[str, tuple[int, str]] = {}
     checked: list[tuple[NodeArg, _dtypes.DType, np.ndarray | OrtValue]] = []
     for arg in inputs:
         value = feeds[arg.name]
         if isinstance(value, OrtValue):
-            checked.append((arg, check_value(arg, value, "input", symbols), value))
+            checked.append((arg, check_value(arg, value, "input"), value))
             continue
         array = _as_array(arg, value)
         dtype = _check_dtype(arg, array)
-        _check_shape(arg, tuple(int(d) for d in array.shape), symbols)
+        _check_shape(arg, tuple(int(d) for d in array.shape))
         _check_size(arg, array, dtype)
         checked.append((arg, dtype, array))
     return checked

@@ -49,9 +49,10 @@ def model_inputs(model: bytes | str | Path) -> list[InputSpec]:
         dims: list[int | str | None] = []
         if tensor.HasField("shape"):
             for d in tensor.shape.dim:
-                if d.HasField("dim_value"):
+                # A negative dim_value (exporters write -1) is an unknown size.
+                if d.HasField("dim_value") and d.dim_value >= 0:
                     dims.append(int(d.dim_value))
-                elif d.HasField("dim_param"):
+                elif d.HasField("dim_param") and d.dim_param:
                     dims.append(d.dim_param)
                 else:
                     dims.append(None)

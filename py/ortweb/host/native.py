@@ -40,6 +40,10 @@ class Comparison:
     ok: bool
     max_abs: float | None = None
     max_rel: float | None = None
+    #: The worst ``|got - native| / (atol + rtol * |native|)`` over the elements
+    #: (floats only): at most 1 passes. Unlike ``max_rel`` it stays meaningful
+    #: where native's value is ~0 (there ``max_rel`` can read 1e+300).
+    tolerance_used: float | None = None
     mismatched: int = 0
     problem: str = ""
 
@@ -78,12 +82,23 @@ def compare(
             rel = diff / np.maximum(np.abs(w64), np.finfo(np.float64).tiny)
             # Infinities and NaNs must match exactly (`same`): a tolerance scaled by
             # an infinite reference would accept anything.
-            bad = ~same & ~(finite & (diff <= atol + rtol * np.abs(w64)))
+            allowed = atol + rtol * np.abs(w64)
+            bad = ~same & ~(finite & (diff <= allowed))
+            used = np.where(same, 0.0, np.where(finite, diff / allowed, np.inf))
         diff = np.where(np.isnan(diff), np.inf, diff)
+        used = np.where(np.isnan(used), np.inf, used)
         rel = np.where(np.isnan(rel), np.inf, rel)
         result.max_abs = float(diff.max()) if diff.size else 0.0
         result.max_rel = float(np.where(diff == 0, 0.0, rel).max()) if diff.size else 0.0
         result.mismatched = int(np.count_nonzero(bad))
+        result.tolerance_used = float(used.max()) if used.size else 0.0
+        if result.mismatched:
+            at = np.unravel_index(int(np.argmax(used)), used.shape)
+            result.problem = (
+                f"{result.mismatched} of {got.size} elements differ; worst at "
+                f"{list(map(int, at))}: {g64[at]:.6g} vs native {w64[at]:.6g} "
+                f"(|diff| {diff[at]:.3g} > allowed {atol:g} + {rtol:g} * |native|)"
+            )
     else:
         result.mismatched = int(np.count_nonzero(g != w))
         if g.dtype.kind in "iub":
