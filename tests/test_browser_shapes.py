@@ -126,7 +126,7 @@ def test_free_dimension_overrides_fix_dims_as_native(ortweb_page, ortweb_provide
     assert inputs == _args(native.get_inputs())
     assert ["n1", "tensor(float)", [2, 2]] in inputs
     assert outputs == _args(native.get_outputs())
-    with pytest.raises(Exception, match="input: n[12]"):
+    with pytest.raises(Exception, match=r"input: n[12]"):
         native.run(None, feeds)
     assert "input 'n1'" in refusal and "dimension 0 must be 2, got 3" in refusal
     fixed = {**feeds, "n1": feeds["n1"][:2], "n2": feeds["n2"][:2]}
