@@ -34,8 +34,16 @@ CASES: dict[str, Case] = {
                         ("'extra'", "inputs are")),
     "none_value": Case('await sess.run_async(None, {"x": None, "z": Z})', "InvalidArgument",
                        ("'x'", "None", "float32")),
-    "python_list": Case('await sess.run_async(None, {"x": X.tolist(), "z": Z})',
-                        "InvalidArgument", ("'x'", "list", "numpy.asarray")),
+    # A list is converted as native onnxruntime converts it; a tuple is refused, as
+    # native refuses it.
+    "python_list": Case(
+        '(y,) = await sess.run_async(None, {"x": X.tolist(), "z": Z.tolist()})\n'
+        '(want,) = await sess.run_async(None, GOOD)\n'
+        'assert y.tolist() == want.tolist(), (y, want)', "ok"),
+    "python_tuple": Case('await sess.run_async(None, {"x": tuple(X.tolist()), "z": Z})',
+                         "InvalidArgument", ("'x'", "tuple", "numpy.asarray")),
+    "ragged_list": Case('await sess.run_async(None, {"x": [[1.0], [1.0, 2.0]], "z": Z})',
+                        "InvalidArgument", ("'x'", "Could not create tensor")),
     "feed_not_a_dict": Case("await sess.run_async(None, [X, Z])", "InvalidArgument",
                             ("dict", "list")),
     "wrong_dtype": Case('await sess.run_async(None, {"x": X.astype(np.float64), "z": Z})',
@@ -44,9 +52,11 @@ CASES: dict[str, Case] = {
                        ("'x'", "rank 2", "rank 3")),
     "wrong_fixed_dim": Case('await sess.run_async(None, {"x": np.ones((2, 5), np.float32), '
                             '"z": Z})', "InvalidArgument", ("'x'", "dimension 1 must be 4", "5")),
+    # Native accepts feeds whose symbolic dims disagree, so ortweb passes them on:
+    # the model's Add fails inside the runtime, which leaves the session usable.
     "inconsistent_symbolic_dim": Case(
         'await sess.run_async(None, {"x": X, "z": np.ones((3, 3), np.float32)})',
-        "InvalidArgument", ("'z'", "'batch'", "'x'")),
+        "OrtRuntimeError", ()),
     "unknown_output_name": Case('await sess.run_async(["nope"], GOOD)', "InvalidArgument",
                                 ("'nope'", "'y'")),
     "output_names_a_string": Case('await sess.run_async("y", GOOD)', "InvalidArgument",
