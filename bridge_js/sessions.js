@@ -90,27 +90,31 @@ function replayLog(lines, level) {
  * The ORT `executionProviders` entry for `provider` and the device it will use.
  * @param {string} provider
  * @param {string} build
+ * @param {Object<string, any>} [extra] EP options Python checked (preferredLayout, ...)
  */
-async function providerEntry(provider, build) {
+async function providerEntry(provider, build, extra) {
+  // Python sends options for WebGPU only: ORT-web's wasm EP takes none.
   if (provider !== 'webgpu') return { ep: provider, device: null };
   if (build === 'native') {
     // Our own device: the native build destroys a device it created itself when
     // its last session is released, taking users' buffers with it.
     const device = await ortwebDevice();
-    return { ep: { name: 'webgpu', device }, device };
+    return { ep: { ...extra, name: 'webgpu', device }, device };
   }
-  return { ep: 'webgpu', device: null };
+  return { ep: extra && Object.keys(extra).length ? { ...extra, name: 'webgpu' } : 'webgpu', device: null };
 }
 
 /**
  * Create a session, trying `providers` in order.
  * @param {Uint8Array} bytes the model
  * @param {string[]} providers e.g. ['webgpu', 'wasm']
- * @param {any} options ORT SessionOptions, without executionProviders; its
- *   preferredOutputLocation applies to WebGPU only (wasm outputs are on the CPU)
+ * @param {any} allOptions ORT SessionOptions, without executionProviders; its
+ *   preferredOutputLocation applies to WebGPU only (wasm outputs are on the CPU);
+ *   ortwebProviderOptions (provider → EP options) is ortweb's, not ORT's
  * @returns {Promise<object>} handle, provider, build, skipped reasons, inputs, outputs
  */
-export function createSession(bytes, providers, options) {
+export function createSession(bytes, providers, allOptions) {
+  const { ortwebProviderOptions: epOptions = {}, ...options } = allOptions ?? {};
   return pageQueue.run(async () => {
     /** @type {{provider: string, reason: string, kind: string}[]} */
     const skipped = [];
@@ -126,7 +130,7 @@ export function createSession(bytes, providers, options) {
       let session;
       try {
         const ort = await loadBuild(build);
-        let { ep, device } = await providerEntry(provider, build);
+        let { ep, device } = await providerEntry(provider, build, epOptions[provider]);
         const opts = { ...options, executionProviders: [ep] };
         if (provider !== 'webgpu') delete opts.preferredOutputLocation;
         const logLevel = opts.logSeverityLevel ?? 2;

@@ -29,6 +29,7 @@ from ._onnxproto import parse_model
 from ._options import RunOptions, SessionOptions
 from ._ortvalue import OrtValue
 from ._policy import Plan, ProviderPolicy, plan_providers
+from ._providers import provider_options as ep_options
 from ._report import ProviderAttempt, ProviderReport
 from ._validate import FeedMemo, check_feeds, check_output_names
 from .errors import (
@@ -159,7 +160,12 @@ class InferenceSession:
         Execution providers tried in order: ``'webgpu'``, ``'wasm'`` (onnxruntime's
         ``'WebGpuExecutionProvider'`` / ``'CPUExecutionProvider'`` are accepted).
         None: the page default (``ortweb.set_default_providers``), else
-        ``['webgpu', 'wasm']``.
+        ``['webgpu', 'wasm']``. An entry may be onnxruntime's ``(name, options)``.
+    provider_options : list of dict, optional
+        onnxruntime's other form: one options dict per entry of ``providers``.
+        Options onnxruntime-web's EP understands (WebGPU: ``preferredLayout``,
+        ``validationMode``, ``forceCpuNodeNames``, ``*BufferCacheMode``) go into its
+        ``executionProviders`` entry; others are dropped with a ``UserWarning``.
 
     Notes
     -----
@@ -179,9 +185,9 @@ class InferenceSession:
         preferred_output_location: Location = None,
     ) -> None:
         self._handle = None
-        _bridge.block_on(
-            self._open(path_or_bytes, sess_options, providers, preferred_output_location)
-        )
+        _bridge.block_on(self._open(
+            path_or_bytes, sess_options, providers, preferred_output_location, provider_options
+        ))
 
     @classmethod
     async def create(
@@ -196,7 +202,9 @@ class InferenceSession:
         """Asynchronous constructor: ``sess = await InferenceSession.create(...)``."""
         self = cls.__new__(cls)
         self._handle = None
-        await self._open(path_or_bytes, sess_options, providers, preferred_output_location)
+        await self._open(
+            path_or_bytes, sess_options, providers, preferred_output_location, provider_options
+        )
         return self
 
     async def _open(
@@ -205,6 +213,7 @@ class InferenceSession:
         sess_options: SessionOptions | None,
         providers: Sequence[Any] | str | ProviderPolicy | None,
         preferred_output_location: Location = None,
+        provider_options: Any = None,
     ) -> None:
         _bridge.get_bridge()  # outside a page with the bridge, say so before anything else
         if sess_options is not None and not isinstance(sess_options, SessionOptions):
@@ -213,6 +222,7 @@ class InferenceSession:
             )
         self._options = sess_options or SessionOptions()
         plan = plan_providers(providers, _bridge.default_providers())
+        self._ep_options = ep_options(providers, provider_options)
         self._locations = _normalize_locations(preferred_output_location)
         if self._options.intra_op_num_threads:
             from ._runtime import set_num_threads
@@ -287,6 +297,10 @@ class InferenceSession:
         options = self._options.to_ort()
         if self._locations is not None:
             options["preferredOutputLocation"] = self._locations
+        if self._ep_options:
+            # Not an ORT-web session option: the bridge moves each provider's
+            # options into its executionProviders entry.
+            options["ortwebProviderOptions"] = self._ep_options
         return options
 
     def _adopt(self, handle: int) -> None:
@@ -350,6 +364,11 @@ class InferenceSession:
         on the CPU, as native onnxruntime lists ``CPUExecutionProvider`` last.
         """
         return [self._provider] if self._provider == "wasm" else [self._provider, "wasm"]
+
+    def get_provider_options(self) -> dict[str, dict[str, Any]]:
+        """Each provider of :meth:`get_providers` → the onnxruntime-web EP options it
+        was given (``{}`` when none), as onnxruntime's ``get_provider_options()``."""
+        return {p: dict(self._ep_options.get(p, {})) for p in self.get_providers()}
 
     @property
     def provider(self) -> str:
