@@ -40,10 +40,12 @@ def test_levels_match_onnxruntime() -> None:
         (GraphOptimizationLevel.ORT_DISABLE_ALL, "disabled"),
         (GraphOptimizationLevel.ORT_ENABLE_BASIC, "basic"),
         (GraphOptimizationLevel.ORT_ENABLE_EXTENDED, "extended"),
+        (GraphOptimizationLevel.ORT_ENABLE_LAYOUT, "layout"),
         (GraphOptimizationLevel.ORT_ENABLE_ALL, "all"),
         (0, "disabled"),
         (1, "basic"),
         (2, "extended"),
+        (3, "layout"),
         (99, "all"),
     ],
 )
@@ -53,7 +55,7 @@ def test_levels(level: Any, name: str) -> None:
     assert opts.to_ort()["graphOptimizationLevel"] == name
 
 
-@pytest.mark.parametrize("level", [3, -1, 98, "all", None, 1.5])
+@pytest.mark.parametrize("level", [4, -1, 98, "all", None, 1.5])
 def test_bad_level(level: Any) -> None:
     opts = SessionOptions()
     opts.graph_optimization_level = level

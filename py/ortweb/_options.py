@@ -16,6 +16,7 @@ class GraphOptimizationLevel(IntEnum):
     ORT_DISABLE_ALL = 0
     ORT_ENABLE_BASIC = 1
     ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_LAYOUT = 3
     ORT_ENABLE_ALL = 99
 
 
@@ -30,6 +31,7 @@ _LEVEL_NAMES = {
     GraphOptimizationLevel.ORT_DISABLE_ALL: "disabled",
     GraphOptimizationLevel.ORT_ENABLE_BASIC: "basic",
     GraphOptimizationLevel.ORT_ENABLE_EXTENDED: "extended",
+    GraphOptimizationLevel.ORT_ENABLE_LAYOUT: "layout",
     GraphOptimizationLevel.ORT_ENABLE_ALL: "all",
 }
 

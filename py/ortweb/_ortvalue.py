@@ -157,6 +157,27 @@ class OrtValue:
         return _bridge.block_on(cls.ortvalue_from_numpy_async(array, device_type, device_id))
 
     @classmethod
+    def ortvalue_from_numpy_with_onnx_type(cls, data: Any, onnx_element_type: int) -> OrtValue:
+        """A CPU value of ``data`` read as ONNX element type ``onnx_element_type``
+        (``TensorProto.FLOAT`` = 1, ...), for arrays whose numpy dtype is not the
+        ONNX type's own (float16 bits in uint16 arrays, ...)."""
+        code = onnx_element_type if isinstance(onnx_element_type, int) else None
+        dtype = next((d for d in _dtypes.DTYPES if d.elem_type == code), None)
+        if dtype is None:
+            raise InvalidArgument(
+                "onnx_element_type: expected an ONNX TensorProto element type that "
+                f"onnxruntime-web supports, got {onnx_element_type!r}"
+            ) from None
+        array = np.asarray(data)
+        if array.dtype.itemsize != dtype.numpy.itemsize and dtype.numpy.kind not in "OUS":
+            raise InvalidArgument(
+                f"ortvalue_from_numpy_with_onnx_type: {dtype.onnx} takes "
+                f"{dtype.numpy.itemsize}-byte elements, the array's are "
+                f"{array.dtype.itemsize} bytes ({array.dtype})"
+            )
+        return cls._on_cpu(array.view(dtype.numpy) if array.dtype.kind not in "OUS" else array)
+
+    @classmethod
     async def ortvalue_from_shape_and_type_async(
         cls, shape: Sequence[int], element_type: Any = np.float32, device_type: str = "cpu",
         device_id: int = 0,
@@ -229,6 +250,42 @@ class OrtValue:
 
     def has_value(self) -> bool:
         return not self._disposed
+
+    def is_tensor_sequence(self) -> bool:
+        return False
+
+    def is_sparse_tensor(self) -> bool:
+        return False
+
+    def tensor_size_in_bytes(self) -> int:
+        """Bytes the elements take (strings: onnxruntime-web stores them as JS strings,
+        so their UTF-8 length is counted)."""
+        if self._dtype.numpy.kind in "OUS":
+            self._check()
+            return int(sum(len(str(s).encode()) for s in self.numpy().ravel()))
+        return int(np.prod(self._dims, dtype=np.int64)) * self._dtype.numpy.itemsize
+
+    def update_inplace(self, data: Any) -> None:
+        """Copy ``data`` (a numpy array or an OrtValue of the same shape and type)
+        into this CPU value, keeping the array it wraps."""
+        self._check()
+        source = data.numpy() if isinstance(data, OrtValue) else data
+        if self._handle is not None:
+            raise InvalidArgument(
+                "update_inplace: this OrtValue is in a WebGPU buffer; write to its "
+                "gpu_buffer with device.queue.writeBuffer, or make a new value"
+            )
+        if not isinstance(source, np.ndarray) or source.shape != self._dims or (
+            source.dtype != self._dtype.numpy
+        ):
+            got = (f"{source.dtype} {list(source.shape)}" if isinstance(source, np.ndarray)
+                   else type(source).__name__)
+            raise InvalidArgument(
+                f"update_inplace: expected a {self._dtype.numpy} array of shape "
+                f"{list(self._dims)}, got {got}"
+            )
+        assert self._array is not None
+        np.copyto(self._array, source)
 
     @property
     def location(self) -> str:
