@@ -39,6 +39,7 @@ from ortweb.host.site import (
     ort_files,
 )
 from ortweb.host.sitepage import SiteContext, SiteFailure, cdn_mirror
+from wheelmaker import make_wheel, tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE_TITLE = ('</title><script>window.__pwned = 1</script>'
@@ -564,6 +565,59 @@ def test_error_in_the_script_shows_its_traceback(browser: Browser, inputs, tmp_p
         assert "RuntimeError: exploded on purpose" in text
         assert "_ortweb_site" not in text and "eval_code_async" not in text
         assert not ctx.blocked
+
+
+WHEEL_APP = '''\
+import importlib.metadata
+
+import tinypkg
+
+print("WHEEL", tinypkg.doubled(4), importlib.metadata.version("tinydep"))
+'''
+
+
+def test_site_wheels_are_verified_and_installed(browser: Browser, inputs,
+                                                tmp_path: Path) -> None:
+    pkg, dep = tiny_wheels(tmp_path / "dist")
+    (tmp_path / "wheel_app.py").write_text(WHEEL_APP)
+    site = _build(inputs, tmp_path / "wheels", script=tmp_path / "wheel_app.py", files=[],
+                  wheels=[pkg, dep])
+    manifest = _manifest(site)
+    # In install order (tinydep first: tinypkg requires it), each with its sha256.
+    assert manifest["wheels"] == [dep.name, pkg.name]
+    for wheel in (pkg, dep):
+        meta = manifest["files"][f"wheels/{wheel.name}"]
+        assert meta["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert "micropip" in manifest["packages"]
+    with StaticServer(site) as server:
+        with SiteContext(browser, server.url) as ctx, ctx.open(server.url) as page:
+            assert "WHEEL [0, 2, 4, 6] 1.0" in page.output()
+            assert not ctx.blocked
+        # A wheel changed after `ortweb site` wrote it is refused by name.
+        target = site / "wheels" / pkg.name
+        data = target.read_bytes()
+        target.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+        with SiteContext(browser, server.url) as ctx:
+            with pytest.raises(SiteFailure, match=rf"wheels/{re.escape(pkg.name)} does not match "
+                                                  "the site's manifest"):
+                ctx.open(server.url, timeout=120)
+            assert not ctx.blocked
+
+
+def test_site_refuses_what_is_not_available_offline(inputs, tmp_path: Path) -> None:
+    (tmp_path / "cv.py").write_text("import cv2\n")
+    with pytest.raises(SiteError, match=r"imports 'cv2', from the Pyodide package "
+                                        r"'opencv-python', which is not available offline.*"
+                                        r"--assets cdn"):
+        _build(inputs, tmp_path / "cv", script=tmp_path / "cv.py", files=[])
+    bad = make_wheel(tmp_path / "dist", "needsregex", "0.1", ["regex"])
+    with pytest.raises(SiteError, match=r"'regex' \(required by needsregex 0.1.*not available "
+                                        "offline"):
+        _build(inputs, tmp_path / "bad", wheels=[bad])
+    # A package of the offline set the script imports ships with the site.
+    (tmp_path / "sp.py").write_text("import scipy\n")
+    site = _build(inputs, tmp_path / "sp", script=tmp_path / "sp.py", files=[])
+    assert {"scipy", "openblas", "numpy", "ortweb"} <= set(_manifest(site)["packages"])
 
 
 def _mirror():

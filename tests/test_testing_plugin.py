@@ -24,6 +24,7 @@ from ortweb.host.browser import find_chromium
 from ortweb.testing import _inpage, run_in_browser
 from ortweb.testing._remote import _explain, rebuild
 from ortweb.testing._shipping import INLINE_LIMIT, dumps, ship_function
+from wheelmaker import make_wheel, tiny_wheels
 
 pytest_plugins = ["pytester"]
 
@@ -334,6 +335,39 @@ def test_plugin_end_to_end(pytester: pytest.Pytester) -> None:
     assert "still waiting (on JavaScript, or an await that never resolved) after its 2 s" in out
 
 
+_WHEEL_TESTS = '''
+from ortweb.testing import run_in_browser
+
+
+@run_in_browser
+def test_wheels_are_installed(ortweb_page):
+    import importlib.metadata
+
+    import tinypkg
+
+    assert tinypkg.doubled(3) == [0, 2, 4]
+    assert importlib.metadata.version("tinydep") == "1.0"
+'''
+
+
+@pytest.mark.browser
+def test_ortweb_wheel_installs_wheels_in_every_page(pytester: pytest.Pytester) -> None:
+    pkg, _dep = tiny_wheels(pytester.path / "dist")
+    # One wheel from the ini file, one from the command line.
+    pytester.makeini("[pytest]\nortweb_wheels = dist/tinydep-1.0-py3-none-any.whl\n")
+    pytester.makepyfile(test_wheels=_WHEEL_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ortweb-wheel", str(pkg),
+                                           timeout=600)
+    result.assert_outcomes(passed=1)
+    # A wheel whose requirement the page cannot meet offline: the page is never booted
+    # and the error names it.
+    bad = make_wheel(pytester.path / "bad", "needsregex", "0.1", ["regex"])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ortweb-wheel", str(bad),
+                                           timeout=600)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*'regex' (required by needsregex 0.1*is not available offline*"])
+
+
 @pytest.mark.browser
 def test_no_webgpu_adapter_skips_with_the_reason(pytester: pytest.Pytester) -> None:
     _project(pytester, '''
@@ -472,7 +506,8 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines_random(["@pytest.mark.webgpu:*", "@pytest.mark.ortweb_timeout*"])
     helptext = pytester.runpytest_subprocess("--help").stdout.str()
     for option in ("--ortweb-browser", "--ortweb-providers", "--ortweb-no-webgpu",
-                   "--ortweb-timeout", "--ortweb-package", "ortweb_packages"):
+                   "--ortweb-timeout", "--ortweb-package", "ortweb_packages", "--ortweb-wheel",
+                   "ortweb_wheels"):
         assert option in helptext
 
 

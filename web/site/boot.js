@@ -9,8 +9,10 @@
  *     import map's `integrity`, wheels also by Pyodide's own lock check);
  *  2. keeps the model in Cache Storage, keyed by its sha256, so a second visit
  *     does not download it again;
- *  3. boots Pyodide with numpy and ortweb, writes the model, the script and its
- *     files into the working directory, and runs the script (top-level await);
+ *  3. boots Pyodide with numpy and ortweb, installs the site's wheels (`--wheel`,
+ *     verified like every file) with micropip and no package index, writes the
+ *     model, the script and its files into the working directory, and runs the
+ *     script (top-level await);
  *  4. shows Python's output in the on-page console and any error with its
  *     Python traceback, and publishes `window.ortweb`, through which page JS
  *     calls the Python functions the script defined.
@@ -473,6 +475,12 @@ async function main() {
   fileBytes.catch(() => {});
   const runnerBytes = bytesOf(absolute(config.runner.url));
   runnerBytes.catch(() => {});
+  /** @type {Asset[]} */
+  const wheels = config.wheels ?? [];
+  const wheelBytes = Promise.all(wheels.map((w) => bytesOf(absolute(w.url))));
+  wheelBytes.catch(() => {});
+  const installerBytes = config.installer ? bytesOf(absolute(config.installer.url)) : null;
+  installerBytes?.catch(() => {});
   pyodide = await bootPyodide({
     indexURL: absolute(config.pyodide.indexURL),
     lockFileURL: await lockFileURL(),
@@ -482,6 +490,11 @@ async function main() {
     progress: (msg) => ui.status(`${msg}…`),
   });
   mark('pyodide');
+  if (wheels.length && installerBytes) {
+    ui.status(`installing ${wheels.map((w) => w.name).join(', ')}…`);
+    await installWheels(wheels, await wheelBytes, await installerBytes);
+    mark('wheels');
+  }
   const cwd = config.cwd;
   pyodide.FS.mkdirTree(cwd);
   const loaded = await fileBytes;
@@ -516,6 +529,38 @@ async function main() {
   ui.status(`ready (${seconds} s)`);
   document.documentElement.dataset.ortweb = 'ready';
   resolveReady({ timings: { ...timings }, functions: [...pythonFunctions] });
+}
+
+/**
+ * Install the site's wheels with micropip (install_wheels.py): their bytes were
+ * checked against the manifest on download; the Pyodide packages they need were
+ * loaded with the others at boot.
+ * @param {Asset[]} wheels in install order
+ * @param {Uint8Array[]} bytes
+ * @param {Uint8Array} installer the source of install_wheels.py
+ */
+async function installWheels(wheels, bytes, installer) {
+  const dir = '/tmp/ortweb-wheels';
+  pyodide.FS.mkdirTree(dir);
+  // micropip reads the name, version and tags from the file name: keep it.
+  const paths = wheels.map((w, i) => {
+    pyodide.FS.writeFile(`${dir}/${w.name}`, bytes[i]);
+    return `${dir}/${w.name}`;
+  });
+  const scope = pyodide.globals.get('dict')();
+  try {
+    scope.set('ORTWEB_INSTALL', JSON.stringify({ wheels: paths, requirements: [], packages: [] }));
+    await pyodide.runPythonAsync(new TextDecoder().decode(installer),
+      { globals: scope, filename: 'install_wheels.py' });
+  } catch (err) {
+    const e = /** @type {any} */ (err);
+    const error = new Error(`installing the site's wheels failed: ${e.message ?? e}`);
+    error.name = e.type ?? 'PythonError';
+    /** @type {any} */ (error).pythonTraceback = String(e.message ?? e);
+    throw error;
+  } finally {
+    scope.destroy();
+  }
 }
 
 /**

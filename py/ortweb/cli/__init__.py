@@ -6,7 +6,8 @@
                      [--requirements FILE] [-- ARGS...]
                      (everything after -- is the script's sys.argv[1:])
     ortweb site --model M --script APP.py [--out DIR] [--title T] [--providers ...]
-                [--template NAME|PATH] [--assets local|cdn] [--file PATH]... [--force]
+                [--template NAME|PATH] [--assets local|cdn] [--file PATH]... [--wheel PATH]...
+                [--force]
     ortweb demo [--serve] [--out DIR] [--no-check] [--host H] [--port N] [--json]
     ortweb serve DIR [--host 127.0.0.1] [--port N]
     ortweb lite [--out DIR] [--notebooks DIR]... [--model PATH]... [--package NAME]...

@@ -23,6 +23,9 @@ def add_parser(sub: Any) -> None:
                       help="a model file for the file browser (repeatable)")
     lite.add_argument("--package", action="append", default=[],
                       help="another Pyodide package the notebooks import (repeatable)")
+    lite.add_argument("--wheel", type=Path, action="append", default=[],
+                      help="a wheel preinstalled in the kernel (an import loads it), also in "
+                           "the file browser and for %%pip install (repeatable)")
     lite.add_argument("--no-examples", action="store_true",
                       help="leave out ortweb's example notebooks and their models")
     lite.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
@@ -41,7 +44,7 @@ def cmd_lite(args: argparse.Namespace) -> int:
     from ..host.lite import LiteError, build_lite
     from . import UsageError
 
-    for path in [*args.notebooks, *args.model]:
+    for path in [*args.notebooks, *args.model, *args.wheel]:
         if not path.exists():
             raise UsageError(f"{path} does not exist")
     try:
@@ -51,6 +54,7 @@ def cmd_lite(args: argparse.Namespace) -> int:
             models=args.model,
             examples=not args.no_examples,
             packages=args.package,
+            wheels=args.wheel,
             webgpu_build=args.webgpu_build,
             log=lambda msg: print(f"ortweb lite: {msg}", file=sys.stderr, flush=True),
         )

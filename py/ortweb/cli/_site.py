@@ -33,6 +33,9 @@ def add_site_arguments(parser: argparse.ArgumentParser) -> None:
                         help="ship Pyodide and onnxruntime-web, or load them from jsDelivr")
     parser.add_argument("--file", type=Path, action="append", default=[],
                         help="another file for the script's working directory (repeatable)")
+    parser.add_argument("--wheel", type=Path, action="append", default=[],
+                        help="a wheel to install with micropip (offline, verified by the page) "
+                             "before the script runs (repeatable)")
     parser.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
                         help="onnxruntime-web build for WebGPU sessions (default: native)")
     parser.add_argument("--force", action="store_true",
@@ -46,7 +49,7 @@ def cmd_site(args: argparse.Namespace) -> int:
         report = build_site(
             args.model, args.script, args.out, title=args.title, providers=args.providers,
             template=args.template, assets_mode=args.assets, files=args.file,
-            webgpu_build=args.webgpu_build, force=args.force,
+            wheels=args.wheel, webgpu_build=args.webgpu_build, force=args.force,
         )
     except SiteError as exc:
         raise UsageError(str(exc)) from None

@@ -11,6 +11,10 @@ whose kernel runs Pyodide 0.27.x) out of a staging folder that this module fills
   site with no install step;
 - ``pypi/``: the wheels the kernel installs at boot that the Pyodide lock lacks
   (``comm``), with ``disablePyPIFallback`` so that nothing is looked up on PyPI;
+  JupyterLite's piplite indexes them, so ``%pip install NAME`` finds them by name;
+- the user's ``--wheel`` files: in the Pyodide lock (so that an import loads them
+  with no install step, as ``import ortweb`` does), in ``pypi/`` (``%pip install``)
+  and in the file browser (``micropip.install("emfs:NAME.whl")``);
 - the notebooks and models, given to the builder as ``--contents`` (the file browser).
 
 Then ortweb's bridge and the ORT-web files of the builds it loads are copied to
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import packages as _packages
 from .assets import Assets, find_assets
 
 __all__ = [
@@ -54,7 +59,8 @@ __all__ = [
 #: boots: micropip (to install piplite), then ssl, sqlite3, jedi and ipython through
 #: piplite, which takes packages of the lock before any index.
 KERNEL_PACKAGES = ("micropip", "ssl", "sqlite3", "jedi", "ipython")
-#: Always shipped: what ``import ortweb`` loads.
+#: Always shipped: what ``import ortweb`` loads. The drop-in ``onnxruntime`` joins them
+#: when the lock has it.
 RUNTIME_PACKAGES = ("numpy", "ortweb")
 #: What the example notebooks import besides ortweb (the timings plot).
 EXAMPLE_PACKAGES = ("matplotlib",)
@@ -116,30 +122,44 @@ class LiteSite:
         return sum(self.sizes.values())
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def pyodide_closure(lock: dict[str, Any], names: Iterable[str]) -> list[str]:
+def pyodide_closure(lock: dict[str, Any], names: Iterable[str],
+                    unavailable: dict[str, Any] | None = None) -> list[str]:
     """``names`` and every package they depend on, as the lock's keys, sorted.
 
     Raises
     ------
     LiteError
-        When a package is not in the lock.
+        When a package is not in the lock, or is in ``unavailable`` (not offline).
     """
-    packages = lock["packages"]
-    seen: set[str] = set()
-    todo = [_canonical(n) for n in names]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        if name not in packages:
-            raise LiteError(f"Pyodide package {name!r} is not in the Pyodide lock")
-        seen.add(name)
-        todo.extend(_canonical(d) for d in packages[name]["depends"])
-    return sorted(seen)
+    try:
+        return _packages.closure(lock, names, unavailable)
+    except _packages.PackageError as exc:
+        raise LiteError(str(exc)) from None
+
+
+def _wheel_entry(info: _packages.WheelInfo) -> dict[str, Any]:
+    """A lock entry for a user's wheel: Pyodide then loads it (and what it requires)
+    when a cell imports one of its top-level names, as it loads ortweb."""
+    from packaging.requirements import Requirement
+
+    depends = []
+    for text in info.requires:
+        req = Requirement(text)
+        if req.marker is None or req.marker.evaluate(_packages.PYODIDE_MARKERS):
+            depends.append(_packages.canonical_name(req.name))
+    return {
+        "name": info.name,
+        "version": info.version,
+        "file_name": info.path.name,
+        "install_dir": "site",
+        "sha256": _sha256(info.path),
+        "package_type": "package",
+        "imports": list(info.top_level),
+        # resolve_offline has checked that each is a shipped package or another wheel.
+        "depends": sorted(set(depends)),
+        "unvendored_tests": False,
+        "shared_library": False,
+    }
 
 
 def ort_build_files(runtime_js: Path, builds: Sequence[str]) -> list[str]:
@@ -183,13 +203,23 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str]) -> list[str]:
-    """Core files, the wanted wheels (sha256 checked) and a lock of just those."""
+def _stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
+                   wheels: Sequence[Path] = ()) -> list[str]:
+    """Core files, the wanted wheels (sha256 checked), the user's wheels, and a lock of
+    just those."""
     lock = json.loads((assets.pyodide / "pyodide-lock.json").read_text())
     if "ortweb" not in lock["packages"]:
         raise LiteError(f"{assets.pyodide / 'pyodide-lock.json'} has no ortweb entry: run "
                         "`python3 build.py setup`")
-    names = pyodide_closure(lock, wanted)
+    try:
+        unavailable = _packages.read_offline(assets.pyodide).unavailable
+        plan = _packages.resolve_offline(wheels, [], lock, unavailable)
+    except _packages.PackageError as exc:
+        raise LiteError(f"--wheel: {exc}") from None
+    wanted = [*wanted, *plan.lock_packages]
+    if "onnxruntime" in lock["packages"]:
+        wanted.append("onnxruntime")
+    names = pyodide_closure(lock, wanted, unavailable)
     dest.mkdir(parents=True)
     for name in PYODIDE_CORE:
         shutil.copyfile(assets.pyodide / name, dest / name)
@@ -208,13 +238,25 @@ def _stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str]) -> list[st
     # Only what ships is listed: a package the site lacks then fails by name in the
     # kernel rather than with a 404 from a lock entry that points nowhere.
     lock["packages"] = {name: lock["packages"][name] for name in names}
+    for info in plan.wheels:
+        if info.name in lock["packages"]:
+            raise LiteError(f"--wheel {info.path.name}: the site already ships a package "
+                            f"{info.name!r}")
+    for info in plan.wheels:
+        lock["packages"][info.name] = _wheel_entry(info)
+        shutil.copyfile(info.path, dest / info.path.name)
+        names.append(info.name)
     (dest / "pyodide-lock.json").write_text(json.dumps(lock, sort_keys=True))
     return names
 
 
-def _stage_pypi(assets: Assets, dest: Path) -> None:
+def _stage_pypi(assets: Assets, dest: Path, wheels: Sequence[Path] = ()) -> None:
     manifest = json.loads((assets.root / "assets.lock.json").read_text())
     dest.mkdir(parents=True)
+    # piplite indexes every wheel here (pypi/all.json): `%pip install NAME` then finds
+    # the user's wheels by name, offline.
+    for path in wheels:
+        shutil.copyfile(path, dest / Path(path).name)
     for name in KERNEL_PYPI:
         pin = manifest["pypi"].get(name)
         if pin is None:
@@ -297,6 +339,7 @@ def build_lite(
     models: Sequence[Path] = (),
     examples: bool = True,
     packages: Sequence[str] = (),
+    wheels: Sequence[Path] = (),
     webgpu_build: str = "native",
     assets: Assets | None = None,
     log: Callable[[str], None] | None = None,
@@ -315,8 +358,13 @@ def build_lite(
     examples : bool
         Include ortweb's example notebooks and the models they open.
     packages : sequence of str
-        More Pyodide packages for the notebooks (they must be among the verified wheels
-        of ``build/pyodide``: see ``pyodide_packages`` in assets.lock.json).
+        More Pyodide packages for the notebooks (they must be among the offline ones:
+        see ``build/pyodide/offline-packages.json``).
+    wheels : sequence of Path
+        Wheels preinstalled in the kernel (an import loads them, with what they
+        require, from the site), also offered to ``%pip install`` and in the file
+        browser. Their requirements must be met by each other and the offline
+        Pyodide packages.
     webgpu_build : str
         The ORT-web WebGPU build to ship (``"native"``, the bridge's default, or
         ``"jsep"``); the plain wasm build always ships.
@@ -337,7 +385,7 @@ def build_lite(
     say = log or (lambda _msg: None)
     assets = assets or find_assets()
     out = Path(out).resolve()
-    for path in [*notebooks, *models]:
+    for path in [*notebooks, *models, *wheels]:
         if not Path(path).exists():
             raise LiteError(f"{path} does not exist")
     if webgpu_build not in ("native", "jsep"):
@@ -349,8 +397,8 @@ def build_lite(
     with tempfile.TemporaryDirectory(prefix="ortweb-lite-") as tmp:
         lite_dir, contents = Path(tmp) / "lite", Path(tmp) / "contents"
         say("staging Pyodide, the kernel's wheels and the contents")
-        shipped = _stage_pyodide(assets, lite_dir / "static" / "pyodide", wanted)
-        _stage_pypi(assets, lite_dir / "pypi")
+        shipped = _stage_pyodide(assets, lite_dir / "static" / "pyodide", wanted, wheels)
+        _stage_pypi(assets, lite_dir / "pypi", wheels)
         (lite_dir / "jupyter-lite.json").write_text(json.dumps(_lite_config(bridge_url), indent=2))
         (lite_dir / "overrides.json").write_text(json.dumps(_SETTINGS, indent=2))
         (lite_dir / "jupyter_lite_config.json").write_text(
@@ -361,7 +409,7 @@ def build_lite(
             for nb in example_notebooks(assets):
                 shutil.copyfile(nb, contents / nb.name)
             write_example_models(contents)
-        for path in [*map(Path, notebooks), *map(Path, models)]:
+        for path in [*map(Path, notebooks), *map(Path, models), *map(Path, wheels)]:
             if path.is_dir():
                 # Its files go in at the top, beside the models, so that a notebook opens
                 # a model by its bare name as it did where it was written.

@@ -16,6 +16,7 @@ Layout of a site::
     ortweb/     boot.js, sha256.js, site_runner.py, bridge/*.js
     pyodide/    pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, a trimmed lock, wheels
     ort/        onnxruntime-web builds for the chosen providers
+    wheels/     --wheel files, installed with micropip (offline) before the script runs
     ...         the template's own static files
 
 With ``assets="cdn"`` the ``pyodide/`` core and ``ort/`` come from jsDelivr
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import __version__
+from . import packages as _packages
 from .assets import Assets, find_assets
 from .inpage import source as inpage_source
 
@@ -81,7 +83,8 @@ CDN_ORT: Final = "https://cdn.jsdelivr.net/npm/onnxruntime-web@{version}/dist/"
 _PYODIDE_CORE: Final = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")
 _PYODIDE_MODULES: Final = ("pyodide.mjs", "pyodide.asm.js")
 _BASE_PACKAGES: Final = ("numpy", "ortweb")
-_RESERVED: Final = ("app", "ortweb", "pyodide", "ort", "_headers", COI_SCRIPT, MANIFEST_NAME)
+_RESERVED: Final = ("app", "ortweb", "pyodide", "ort", "wheels", "_headers", COI_SCRIPT,
+                    MANIFEST_NAME)
 _CWD: Final = "/home/pyodide"
 _CACHE_NAME: Final = "ortweb-models-v1"
 
@@ -253,27 +256,41 @@ def _script_imports(paths: Iterable[Path]) -> set[str]:
     return names
 
 
-def _package_closure(lock: dict[str, Any], names: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        if name not in seen:
-            seen.add(name)
-            todo.extend(lock["packages"][name]["depends"])
-    return sorted(seen)
-
-
-def _imported_packages(lock: dict[str, Any], python_files: Sequence[Path]) -> set[str]:
-    """Lock packages the script and its files import (their own modules aside)."""
+def _imported_packages(lock: dict[str, Any], python_files: Sequence[Path],
+                       local: Iterable[str] = ()) -> dict[str, str]:
+    """Lock packages the script and its files import (their own modules and ``local``
+    aside), as import name → package."""
     by_import = {imp: name for name, pkg in lock["packages"].items() for imp in pkg["imports"]}
-    local = {p.stem for p in python_files}
-    return {by_import[m] for m in _script_imports(python_files) - local if m in by_import}
+    own = {p.stem for p in python_files} | set(local)
+    return {m: by_import[m] for m in sorted(_script_imports(python_files) - own)
+            if m in by_import}
 
 
-def _needed_packages(lock: dict[str, Any], python_files: Sequence[Path]) -> list[str]:
-    """numpy, ortweb, every lock package the Python files import, and their dependencies."""
-    return _package_closure(lock, set(_BASE_PACKAGES) | _imported_packages(lock, python_files))
+def _needed_packages(lock: dict[str, Any], python_files: Sequence[Path],
+                     unavailable: dict[str, Any], extra: Iterable[str] = (),
+                     local: Iterable[str] = ()) -> list[str]:
+    """numpy, ortweb, every lock package the Python files import, ``extra``, and their
+    dependencies.
+
+    Raises
+    ------
+    SiteError
+        Naming the import, when it comes from a package not available offline.
+    """
+    imported = _imported_packages(lock, python_files, local)
+    for module, name in imported.items():
+        if name in unavailable:
+            raise SiteError(
+                f"the script imports {module!r}, from the Pyodide package {name!r}, which is "
+                "not available offline (set-up could not obtain a verified copy of its "
+                "wheel; the README lists the offline packages): build the site with "
+                "--assets cdn to load it from Pyodide's CDN"
+            )
+    try:
+        return _packages.closure(lock, {*_BASE_PACKAGES, *imported.values(), *extra},
+                                 unavailable)
+    except _packages.PackageError as exc:
+        raise SiteError(str(exc)) from None
 
 
 def _check_python(path: Path) -> None:
@@ -416,6 +433,7 @@ def build_site(
     template: str | os.PathLike[str] = "default",
     assets_mode: str = "local",
     files: Sequence[Path] = (),
+    wheels: Sequence[Path] = (),
     webgpu_build: str = "native",
     force: bool = False,
     assets: Assets | None = None,
@@ -446,6 +464,11 @@ def build_site(
         Ship Pyodide and onnxruntime-web, or take them from jsDelivr.
     files : sequence of Path
         More files for the script's working directory.
+    wheels : sequence of Path
+        Wheels installed with micropip, offline, before the script runs; listed in
+        the manifest, so the page checks them like any file. Their requirements
+        must be met by each other and the Pyodide packages the site ships (with
+        ``assets_mode='local'``, the offline ones).
     webgpu_build : {'native', 'jsep'}
         The onnxruntime-web build WebGPU sessions use.
     force : bool
@@ -474,7 +497,8 @@ def build_site(
         providers = normalize_providers(list(providers))
     except InvalidArgument as exc:
         raise SiteError(str(exc)) from None
-    for path, what in [(model, "model"), (script, "script"), *((f, "file") for f in files)]:
+    for path, what in [(model, "model"), (script, "script"), *((f, "file") for f in files),
+                       *((w, "wheel") for w in wheels)]:
         if not path.is_file():
             raise SiteError(f"{what} {path} is not a file")
     names = [model.name, script.name, *(f.name for f in files)]
@@ -488,13 +512,14 @@ def build_site(
         _check_python(path)
     assets = assets or find_assets()
     template_dir = resolve_template(template, assets)
-    _check_out(out, [model, script, *files, template_dir, assets.root], force)
+    _check_out(out, [model, script, *files, *wheels, template_dir, assets.root], force)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.ortweb-", dir=out.parent))
     try:
         report = _write(
-            tmp, model=model, script=script, files=list(files), title=title or script.name,
+            tmp, model=model, script=script, files=list(files), wheels=list(wheels),
+            title=title or script.name,
             providers=providers, template_dir=template_dir, assets_mode=assets_mode,
             webgpu_build=webgpu_build, assets=assets, python_files=python_files,
             extra_context=extra_context or {},
@@ -515,6 +540,7 @@ def _write(
     model: Path,
     script: Path,
     files: list[Path],
+    wheels: list[Path],
     title: str,
     providers: list[str],
     template_dir: Path,
@@ -530,8 +556,21 @@ def _write(
     official = json.loads((assets.pyodide / "pyodide-lock.official.json").read_text())
     pyodide_version = str(lock["info"]["version"])
     ort_version = str(json.loads((assets.ort_package / "package.json").read_text())["version"])
-    packages = _needed_packages(lock, python_files)
     cdn = assets_mode == "cdn"
+    # With the CDN every package of the official lock can be had; offline, only those
+    # set-up obtained.
+    unavailable: dict[str, Any] = {} if cdn else dict(
+        _packages.read_offline(assets.pyodide).unavailable)
+    try:
+        plan = _packages.resolve_offline(wheels, [], lock, unavailable)
+    except _packages.PackageError as exc:
+        raise SiteError(f"--wheel: {exc}") from None
+    wheel_modules = {top for info in plan.wheels for top in info.top_level}
+    packages = _needed_packages(
+        lock, python_files, unavailable,
+        extra=[*plan.lock_packages, *(("micropip",) if plan.wheels else ())],
+        local=wheel_modules,
+    )
 
     fetched: list[dict[str, Any]] = []  # what boot.js downloads with fetch()
     modules: list[dict[str, Any]] = []  # what the browser imports as JS modules
@@ -574,15 +613,11 @@ def _write(
             module(url, digest, name)
         else:
             fetched.append(_asset(url, digest, name))
-    missing = [name for name in packages
-               if not (assets.pyodide / lock["packages"][name]["file_name"]).is_file()]
+    missing = [name for name in packages if name not in official["packages"]
+               and not (assets.pyodide / lock["packages"][name]["file_name"]).is_file()]
     if missing:
-        wanted = sorted(set(_imported_packages(lock, python_files)) - set(_BASE_PACKAGES))
-        raise SiteError(
-            f"the script imports the Pyodide package(s) {', '.join(map(repr, wanted))}, but "
-            f"set-up did not fetch {', '.join(missing)}: add {', '.join(map(repr, wanted))} to "
-            '"pyodide_packages" in assets.lock.json and run `python3 build.py setup`'
-        )
+        raise SiteError(f"{', '.join(missing)} is missing from {assets.pyodide}: run "
+                        "`python3 build.py setup`")
     site_lock: dict[str, Any] = {"info": lock["info"], "packages": {}}
     for name in packages:
         entry = dict(lock["packages"][name])
@@ -590,6 +625,12 @@ def _write(
         # Wheels of the official lock are checked against it; the ortweb wheel
         # is the one the local lock describes.
         expected = (official["packages"].get(name) or entry)["sha256"]
+        if cdn and name in official["packages"] and not src.is_file():
+            # Not obtainable here: the page loads it from the CDN, and Pyodide checks
+            # it against the lock's sha256 (there is no local copy to take a size from).
+            entry["file_name"] = CDN_PYODIDE_PACKAGES.format(version=pyodide_version) + src.name
+            site_lock["packages"][name] = entry
+            continue
         if cdn and name in official["packages"]:
             digest = _digest_file(src)
             if digest.sha256 != expected:
@@ -604,6 +645,20 @@ def _write(
     lock_digest = b.add_bytes("pyodide/pyodide-lock.json",
                               json.dumps(site_lock, indent=1, sort_keys=True).encode())
     fetched.append(_asset("pyodide/pyodide-lock.json", lock_digest, "pyodide-lock.json"))
+
+    # The --wheel files, in install order, and the code that installs them.
+    wheel_entries = [
+        _asset(f"wheels/{info.path.name}", b.add_file(f"wheels/{info.path.name}", info.path),
+               info.path.name, name=info.path.name)
+        for info in plan.wheels
+    ]
+    fetched += wheel_entries
+    installer_entry = None
+    if wheel_entries:
+        installer = b.add_bytes("ortweb/install_wheels.py",
+                                inpage_source("install_wheels").encode())
+        installer_entry = _asset("ortweb/install_wheels.py", installer, "install_wheels.py")
+        fetched.append(installer_entry)
 
     # onnxruntime-web: only the builds the providers load.
     ort_pins = pinned.get("onnxruntime-web", {})
@@ -636,6 +691,8 @@ def _write(
         "script": script_entry,
         "files": extra_files,
         "runner": runner_entry,
+        "wheels": wheel_entries,
+        "installer": installer_entry,
         "providers": providers,
         "webgpuBuild": webgpu_build,
         "packages": packages,
@@ -682,6 +739,7 @@ def _write(
         "providers": providers,
         "webgpu_build": webgpu_build,
         "packages": packages,
+        "wheels": [info.path.name for info in plan.wheels],
         "template": template_dir.name,
         "total_size": sum(f.size for f in site_files),
         "files": {f.path: {"size": f.size, "sha256": f.sha256} for f in site_files},

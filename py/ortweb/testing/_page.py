@@ -164,13 +164,28 @@ class ModulePage:
     packages : sequence of Path
         The project's own code, installed into every page: package folders,
         single modules, wheels or zips.
+    wheels : sequence of Path
+        Wheels installed with micropip, offline, into every page, after a check on
+        the host that their requirements can be met there.
+
+    Raises
+    ------
+    BrowserError
+        When a wheel's requirement cannot be met offline (naming it).
     """
 
     def __init__(self, runtime: Runtime, *, webgpu_build: str = "native",
-                 packages: Sequence[Path] = ()):
+                 packages: Sequence[Path] = (), wheels: Sequence[Path] = ()):
+        from ..host.packages import PackageError, resolve_for_pyodide
+
         self.runtime = runtime
         self.webgpu_build = webgpu_build
         self.packages = list(packages)
+        try:
+            self._wheels = (resolve_for_pyodide(runtime.assets.pyodide, wheels, [],
+                                                what="--ortweb-wheel") if wheels else None)
+        except PackageError as exc:
+            raise BrowserError(f"ortweb_wheels: {exc}") from None
         self.boots = 0
         #: Why earlier pages of this module were closed (timeouts, crashes).
         self.discarded: list[str] = []
@@ -228,6 +243,9 @@ class ModulePage:
                 if mirrored is not None:
                     for top in tops:
                         maps.append((f"{where['site']}/{top}", f"{mirrored}/{top}"))
+            if self._wheels is not None:
+                page.install_wheels(self._wheels.wheels, [], self._folder, self._prefix,
+                                    self._wheels.lock_packages)
         except BaseException:
             page.close()
             raise

@@ -50,6 +50,7 @@ class _Options:
     timeout: float
     artifacts: Path | None
     packages: tuple[Path, ...]
+    wheels: tuple[Path, ...]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,6 +74,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "module, a .whl or a .zip (repeatable; ini: ortweb_packages)")
     parser.addini("ortweb_packages", type="paths", default=[],
                   help="your own code to install in every page (see --ortweb-package)")
+    group.addoption("--ortweb-wheel", action="append", default=[], metavar="PATH",
+                    help="a wheel to install with micropip, offline, in every page; its "
+                         "requirements must be met by the offline Pyodide packages or other "
+                         "wheels (repeatable; ini: ortweb_wheels)")
+    parser.addini("ortweb_wheels", type="paths", default=[],
+                  help="wheels to install in every page (see --ortweb-wheel)")
     parser.addini("ortweb_timeout", default=str(_DEFAULT_TIMEOUT),
                   help="seconds a test may spend in the browser (default 300)")
 
@@ -114,6 +121,11 @@ def _options(config: pytest.Config) -> _Options:
     artifacts = config.getoption("ortweb_artifacts")
     packages = [Path(p) for p in config.getini("ortweb_packages")]
     packages += [Path(p).resolve() for p in config.getoption("ortweb_package")]
+    wheels = [Path(p) for p in config.getini("ortweb_wheels")]
+    wheels += [Path(p).resolve() for p in config.getoption("ortweb_wheel")]
+    for wheel in wheels:
+        if not wheel.is_file():
+            raise pytest.UsageError(f"--ortweb-wheel / ortweb_wheels: {wheel} is not a file")
     return _Options(
         browser=config.getoption("ortweb_browser"),
         providers=providers,
@@ -123,6 +135,7 @@ def _options(config: pytest.Config) -> _Options:
         timeout=float(timeout),
         artifacts=Path(artifacts).resolve() if artifacts else None,
         packages=tuple(packages),
+        wheels=tuple(wheels),
     )
 
 
@@ -232,10 +245,11 @@ def _ortweb_artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
 @pytest.fixture(scope="module")
 def ortweb_module_page(request: pytest.FixtureRequest, ortweb_runtime: Runtime
                        ) -> Iterator[ModulePage]:
-    """This module's page: Pyodide + numpy + ortweb (+ ``ortweb_packages``), booted once."""
+    """This module's page: Pyodide + numpy + ortweb (+ ``ortweb_packages``, ``ortweb_wheels``),
+    booted once."""
     options = _options(request.config)
     page = ModulePage(ortweb_runtime, webgpu_build=options.webgpu_build,
-                      packages=options.packages)
+                      packages=options.packages, wheels=options.wheels)
     try:
         yield page
     finally:
