@@ -34,6 +34,7 @@ from ortweb.host.lite import (
     pyodide_closure,
 )
 from ortweb.host.server import StaticServer
+from wheelmaker import tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ["01_run_a_model.ipynb", "02_io_binding.ipynb", "03_provider_timings.ipynb"]
@@ -87,6 +88,28 @@ class NotebookRun:
                 if o["mime"] == "application/vnd.jupyter.stderr"]
 
 
+#: A notebook of the user's using the --wheel files: tinypkg (which requires tinydep and
+#: numpy) imported with no install step, the wheels in the file browser, and the
+#: drop-in onnxruntime.
+WHEELS_NOTEBOOK = "wheels.ipynb"
+WHEELS_CELLS = [
+    'import ortweb\nprint(f"ortweb {ortweb.__version__}")',
+    """import json
+import os
+
+import tinypkg
+
+out = {"doubled": tinypkg.doubled(3),
+       "wheel_files": sorted(f for f in os.listdir(".") if f.endswith(".whl"))}
+try:
+    import onnxruntime
+    out["onnxruntime"] = onnxruntime.__version__
+except ImportError as exc:
+    out["onnxruntime"] = repr(exc)
+print(json.dumps(out))""",
+]
+
+
 @dataclass
 class LiteSite:
     out: Path
@@ -104,12 +127,22 @@ def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteSite]:
                    "outputs": [], "source": ["import ortweb"]}],
         "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
     }))
+    (mine / WHEELS_NOTEBOOK).write_text(json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "id": f"w{i}", "metadata": {},
+                   "outputs": [], "source": [source]} for i, source in enumerate(WHEELS_CELLS)],
+        # Without a kernelspec JupyterLab asks which kernel to start.
+        "metadata": {"kernelspec": {"display_name": "Python (Pyodide)", "language": "python",
+                                    "name": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }))
     model = tmp / "identity.onnx"
     model.write_bytes(samples.identity_model("tensor(float)", [2]))
+    pkg, dep = tiny_wheels(tmp / "dist")
     out = tmp / "site"
     done = subprocess.run(
         [sys.executable, "-m", "ortweb.cli", "lite", "--out", str(out),
-         "--notebooks", str(mine), "--model", str(model)],
+         "--notebooks", str(mine), "--model", str(model), "--wheel", str(pkg),
+         "--wheel", str(dep)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -229,8 +262,14 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
 
     lock = json.loads((out / "static/pyodide/pyodide-lock.json").read_text())
     assert lock["info"]["version"] == "0.27.7"
-    wanted = ["numpy", "ortweb", "micropip", "ssl", "sqlite3", "jedi", "ipython", "matplotlib"]
+    wanted = ["numpy", "ortweb", "micropip", "ssl", "sqlite3", "jedi", "ipython", "matplotlib",
+              "tinypkg", *(["onnxruntime"] if _has_onnxruntime() else [])]
     assert sorted(lock["packages"]) == pyodide_closure(lock, wanted)
+    # The --wheel files: in the lock (tinypkg's requirements as its depends), in piplite's
+    # index for %pip install, and in the file browser.
+    assert lock["packages"]["tinypkg"]["depends"] == ["numpy", "tinydep"]
+    assert lock["packages"]["tinypkg"]["imports"] == ["tinypkg"]
+    assert {"tinypkg", "tinydep"} <= set(json.loads((out / "pypi/all.json").read_text()))
     wheels = {p.name for p in (out / "static/pyodide").iterdir()} - {
         "pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
         "pyodide-lock.json"}
@@ -243,7 +282,8 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
 
     contents = json.loads((out / "api/contents/all.json").read_text())["content"]
     assert sorted(c["name"] for c in contents) == sorted(
-        [*EXAMPLES, *EXAMPLE_MODELS, "mine.ipynb", "identity.onnx"])
+        [*EXAMPLES, *EXAMPLE_MODELS, "mine.ipynb", WHEELS_NOTEBOOK, "identity.onnx",
+         "tinypkg-0.1-py3-none-any.whl", "tinydep-1.0-py3-none-any.whl"])
     assert (out / "files/identity.onnx").read_bytes() == samples.identity_model(
         "tensor(float)", [2])
 
@@ -323,6 +363,23 @@ def test_bridge_installs_itself_from_the_configured_url(page: Any, put_file: Any
 
 
 # -- the example notebooks, run in the browser ----------------------------------------------
+
+
+def _has_onnxruntime() -> bool:
+    lock = json.loads((ROOT / "build/pyodide/pyodide-lock.json").read_text())
+    return "onnxruntime" in lock["packages"]
+
+
+def test_notebook_imports_the_preinstalled_wheels(
+    lite: LiteSite, ortweb_browser: Browser, record_property: Any
+) -> None:
+    run = run_notebook(ortweb_browser, lite.server.url, WHEELS_NOTEBOOK)
+    check_run(run, lite.server.url, WHEELS_NOTEBOOK, record_property)
+    s = run.summary()
+    assert s["doubled"] == [0, 2, 4]
+    assert s["wheel_files"] == ["tinydep-1.0-py3-none-any.whl", "tinypkg-0.1-py3-none-any.whl"]
+    if _has_onnxruntime():
+        assert s["onnxruntime"] == "1.30.0"
 
 
 def test_notebook_runs_a_model_on_wasm_and_webgpu(
