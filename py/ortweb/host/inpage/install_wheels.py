@@ -2,9 +2,9 @@
 # Runs inside Pyodide: installs wheels already written into the page's file system,
 # with micropip and no network. The host (or the site's boot.js) defines
 # ORTWEB_INSTALL, a JSON string {"wheels": [paths, in install order], "requirements":
-# [specs], "packages": [Pyodide packages they need]}, before this source; the host has checked that every requirement can be
-# met by those wheels and the page's lock. Evaluates to a JSON list of what was
-# installed.
+# [specs], "packages": [Pyodide packages they need]}, before this source; the host has
+# checked that every requirement can be met by those wheels and the page's lock.
+# Evaluates to a JSON list of what was installed.
 import importlib
 import json
 
