@@ -7,6 +7,7 @@
 # Evaluates to a JSON list of what was installed.
 import importlib
 import json
+import re
 
 import pyodide_js
 
@@ -19,8 +20,9 @@ await pyodide_js.loadPackage(
     _wanted, checkIntegrity=True, messageCallback=lambda _m: None,
     errorCallback=_problems.append,
 )
-_loaded = pyodide_js.loadedPackages.to_py()
-_missing = [_name for _name in _wanted if _name not in _loaded]
+# loadedPackages is keyed by the lock entries' own spelling ("Pillow" for "pillow").
+_loaded = {re.sub(r"[-_.]+", "-", _name).lower() for _name in pyodide_js.loadedPackages.to_py()}
+_missing = [_name for _name in _wanted if re.sub(r"[-_.]+", "-", _name).lower() not in _loaded]
 if _problems or _missing:
     raise RuntimeError(f"Pyodide packages {_missing} could not be loaded from the page's lock: "
                        + "; ".join(_problems))
