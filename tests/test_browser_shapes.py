@@ -157,3 +157,53 @@ def test_cli_run_compare_native_on_open_shapes(tmp_path, provider) -> None:
     text = _ortweb_cli("run", str(model), "--compare-native", "--providers", provider)
     assert text.returncode == 0, text.stdout + text.stderr
     assert "tol used" in text.stdout and "max rel" not in text.stdout
+
+
+# -- overridable initializers -------------------------------------------------------------
+
+
+def _initializer_model() -> bytes:
+    """``y = x + w``, ``w`` an initializer that is also a graph input (overridable)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.array([1, 2, 3], np.float32), "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+@run_in_browser
+async def _feed_initializer(ortweb_page, model, provider, x, w):
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(model, providers=[provider])
+    listed = [[a.name, a.type, a.shape] for a in sess.get_overridable_initializers()]
+    try:
+        await sess.run_async(None, {"x": x, "w": w})
+        refusal = "no error"
+    except ortweb.NotImplementedByRuntime as exc:
+        refusal = str(exc)
+    (y,) = await sess.run_async(None, {"x": x})
+    await sess.close_async()
+    return listed, refusal, y
+
+
+def test_overridable_initializer_feed_is_refused_clearly(ortweb_page) -> None:
+    """Native lets a feed override an initializer; onnxruntime-web 1.30's run() takes
+    graph inputs only, so ortweb says so before ORT sees it, and the session goes on."""
+    model = _initializer_model()
+    native = _native(model)
+    x, w = np.ones(3, np.float32), np.full(3, 10, np.float32)
+    assert native.run(None, {"x": x, "w": w})[0].tolist() == [11, 11, 11]
+    listed, refusal, y = _feed_initializer(ortweb_page, model, "wasm", x, w)
+    assert listed == _args(native.get_overridable_initializers())
+    assert "'w' is an initializer" in refusal and "onnxruntime-web" in refusal, refusal
+    np.testing.assert_array_equal(y, native.run(None, {"x": x})[0])

@@ -12,7 +12,7 @@ from ortweb._convert import to_wire
 from ortweb._dtypes import DTYPES, DType, by_onnx
 from ortweb._metadata import NodeArg, format_shape, node_args_from_bridge
 from ortweb._validate import FeedMemo, check_feeds, check_output_names, describe
-from ortweb.errors import InvalidArgument, OrtWebError
+from ortweb.errors import InvalidArgument, NotImplementedByRuntime, OrtWebError
 
 X = NodeArg("x", "tensor(float)", ["batch", 3])
 MASK = NodeArg("mask", "tensor(bool)", ["batch", "seq"])
@@ -127,6 +127,17 @@ def test_unknown_name_lists_model_inputs() -> None:
     for arg in INPUTS:
         assert describe(arg) in message
     assert "'x' (tensor(float) [batch, 3])" in message
+
+
+def test_overridable_initializer_feed_says_ort_web_cannot_override() -> None:
+    weight = NodeArg("w", "tensor(float)", [3])
+    feeds = _with(w=np.zeros(3, np.float32))
+    with pytest.raises(NotImplementedByRuntime) as info:
+        check_feeds(INPUTS, feeds, FeedMemo(), initializers=[weight])
+    message = str(info.value)
+    assert "'w' is an initializer" in message and "onnxruntime-web" in message
+    # Without the session's list of initializers it is only an unknown name.
+    _raises(feeds, "unknown input name 'w'")
 
 
 def test_unknown_name_with_no_inputs() -> None:

@@ -447,7 +447,9 @@ class InferenceSession:
             self._locations is not None
             and any(self.output_location(n) == "gpu-buffer" for n, _ in fetches)
         )
-        for arg, dtype, value in check_feeds(self._inputs, input_feed, self._feed_memo):
+        for arg, dtype, value in check_feeds(
+            self._inputs, input_feed, self._feed_memo, self._overridable
+        ):
             if isinstance(value, OrtValue) and value.handle is not None:
                 feeds.append((arg.name, value.handle))
                 on_gpu = True

@@ -17,7 +17,7 @@ import numpy as np
 from . import _dtypes
 from ._metadata import NodeArg, format_shape
 from ._ortvalue import OrtValue
-from .errors import InvalidArgument
+from .errors import InvalidArgument, NotImplementedByRuntime
 
 __all__ = [
     "MAX_TENSOR_BYTES", "FeedMemo", "check_feeds", "check_output_names", "check_value",
@@ -229,7 +229,8 @@ def _signature(
 
 
 def check_feeds(
-    inputs: Sequence[NodeArg], feeds: Any, memo: FeedMemo | None = None
+    inputs: Sequence[NodeArg], feeds: Any, memo: FeedMemo | None = None,
+    initializers: Sequence[NodeArg] = (),
 ) -> list[tuple[NodeArg, _dtypes.DType, np.ndarray | OrtValue]]:
     """Validate ``feeds`` and return ``(arg, dtype, value)`` in the model's input order.
 
@@ -241,28 +242,33 @@ def check_feeds(
         What the user passed as ``input_feed``.
     memo : FeedMemo, optional
         The session's memo: feeds shaped like the last ones that passed pass at once.
+    initializers : sequence of NodeArg, optional
+        The model's overridable initializers: native onnxruntime takes them as feeds,
+        onnxruntime-web does not.
 
     Raises
     ------
     InvalidArgument
         For anything ORT-web would reject, misread or crash on.
+    NotImplementedByRuntime
+        For a feed of an overridable initializer.
     """
     if memo is None:
-        return _check_all(inputs, feeds)
+        return _check_all(inputs, feeds, initializers)
     signature = _signature(inputs, feeds)
     if signature is not None and signature == memo.signature:
         return [
             (arg, dtype, feeds[arg.name])
             for arg, dtype in zip(inputs, memo.dtypes, strict=True)
         ]
-    checked = _check_all(inputs, feeds)
+    checked = _check_all(inputs, feeds, initializers)
     if signature is not None and not any(dtype.is_string for _, dtype, _ in checked):
         memo.signature, memo.dtypes = signature, [dtype for _, dtype, _ in checked]
     return checked
 
 
 def _check_all(
-    inputs: Sequence[NodeArg], feeds: Any
+    inputs: Sequence[NodeArg], feeds: Any, initializers: Sequence[NodeArg] = ()
 ) -> list[tuple[NodeArg, _dtypes.DType, np.ndarray | OrtValue]]:
     if not isinstance(feeds, Mapping):
         raise InvalidArgument(
@@ -274,6 +280,14 @@ def _check_all(
         if not isinstance(key, str):
             raise InvalidArgument(f"input_feed: input names must be str, got {key!r}")
         if key not in by_name:
+            if any(a.name == key for a in initializers):
+                # ORT-web's run() takes graph inputs only ("invalid input" otherwise).
+                raise NotImplementedByRuntime(
+                    f"input {key!r} is an initializer of the model: native onnxruntime lets "
+                    "a feed override it, onnxruntime-web accepts only the graph's inputs "
+                    f"({', '.join(a.name for a in inputs) or 'none'}); leave {key!r} out "
+                    "of the feeds, or export the model with it as a graph input"
+                )
             known = ", ".join(describe(a) for a in inputs) or "none"
             raise InvalidArgument(f"unknown input name {key!r}; the model's inputs are: {known}")
     missing = [a for a in inputs if a.name not in feeds]
