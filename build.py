@@ -117,7 +117,12 @@ def fetch_pypi(pkg: dict[str, Any]) -> Path:
     whl = DOWNLOADS / pkg["file"]
     if not whl.exists():
         DOWNLOADS.mkdir(parents=True, exist_ok=True)
+        # The pinned file's own platform tag: left to choose, pip takes the wheel built
+        # for this host where a release has several (magika's has its Rust CLI in
+        # manylinux wheels beside the pure-Python one the browser needs).
+        platform = pkg["file"].removesuffix(".whl").split("-")[-1]
         run([str(venv_bin("python")), "-m", "pip", "download", "-q", "--no-deps",
+             "--only-binary=:all:", "--platform", platform,
              f"{pkg['name']}=={pkg['version']}", "-d", str(DOWNLOADS)])
     check_sha(whl, pkg["sha256"], f"PyPI {pkg['name']}=={pkg['version']}")
     return whl
