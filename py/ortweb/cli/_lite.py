@@ -21,6 +21,9 @@ def add_parser(sub: Any) -> None:
                       help="a folder of notebooks or one .ipynb, for the file browser (repeatable)")
     lite.add_argument("--model", type=Path, action="append", default=[],
                       help="a model file for the file browser (repeatable)")
+    lite.add_argument("--file", type=Path, action="append", default=[],
+                      help="any other file for the file browser, beside the notebooks: "
+                           "a wheel given here is not installed (repeatable)")
     lite.add_argument("--package", action="append", default=[],
                       help="another Pyodide package the notebooks import (repeatable)")
     lite.add_argument("--wheel", type=Path, action="append", default=[],
@@ -44,7 +47,7 @@ def cmd_lite(args: argparse.Namespace) -> int:
     from ..host.lite import LiteError, build_lite
     from . import UsageError
 
-    for path in [*args.notebooks, *args.model, *args.wheel]:
+    for path in [*args.notebooks, *args.model, *args.file, *args.wheel]:
         if not path.exists():
             raise UsageError(f"{path} does not exist")
     try:
@@ -52,6 +55,7 @@ def cmd_lite(args: argparse.Namespace) -> int:
             args.out,
             notebooks=args.notebooks,
             models=args.model,
+            files=args.file,
             examples=not args.no_examples,
             packages=args.package,
             wheels=args.wheel,

