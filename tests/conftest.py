@@ -2,9 +2,11 @@
 
 The plugin gives one headless Chromium per session (per xdist worker), one page per
 test module (Pyodide + numpy + ortweb) and, per test, ``ortweb_page`` and
-``@run_in_browser``. The older names below stay for tests that use them:
-``runtime`` (server + browser), ``page`` (the module's page), ``put_file`` and
-``webgpu_info``. The ``webgpu`` marker (skip without an adapter) is the plugin's.
+``@run_in_browser``. ``other_page`` opens a page of a test's own for
+``@run_in_browser`` functions, where the module's page will not do. The older names
+below stay for tests that use them: ``runtime`` (server + browser), ``page`` (the
+module's page) and ``put_file``. The ``webgpu`` marker (skip without an adapter) is
+the plugin's.
 
 Browser tests are marked ``browser``; they compare ortweb in the page with native
 onnxruntime on the host. No test may send a request off the local server or leave
@@ -15,16 +17,17 @@ an uncaught error in the page: checked per test for ``ortweb_page``, per module 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ortweb.host.browser import PyodidePage, Runtime
-from ortweb.testing import ModulePage
+from ortweb.testing import ModulePage, OrtwebPage
 
 _BROWSER_FIXTURES = {
-    "runtime", "page", "put_file", "webgpu_info", "ortweb_page", "ortweb_module_page",
+    "runtime", "page", "put_file", "other_page", "ortweb_page", "ortweb_module_page",
     "ortweb_runtime", "ortweb_browser", "ortweb_webgpu", "ortweb_providers",
 }
 
@@ -58,10 +61,33 @@ def _page_stays_offline_and_clean(request: pytest.FixtureRequest) -> Iterator[No
         assert not p.errors, f"uncaught page errors: {p.errors}"
 
 
-@pytest.fixture(scope="session")
-def webgpu_info(ortweb_webgpu: dict) -> dict:
-    """The browser's WebGPU probe: ``{available, reason, features, info}``."""
-    return ortweb_webgpu
+@pytest.fixture
+def other_page(request: pytest.FixtureRequest, ortweb_runtime: Runtime
+               ) -> Callable[..., AbstractContextManager[OrtwebPage]]:
+    """``other_page(runtime=None, webgpu_build="native")``: a new page, closed on leaving.
+
+    For ``@run_in_browser`` functions that need what the module's page cannot give:
+    a page no earlier test has touched (thread count, ORT's GPU buffers), another
+    server or browser (``runtime``: one without cross-origin isolation or WebGPU), or
+    the JSEP WebGPU build. Checked like ``ortweb_page``: no request off the local
+    server, no uncaught page error.
+    """
+    config = request.config
+    timeout = float(config.getoption("ortweb_timeout") or config.getini("ortweb_timeout"))
+
+    @contextmanager
+    def open_page(runtime: Runtime | None = None, webgpu_build: str = "native"
+                  ) -> Iterator[OrtwebPage]:
+        module_page = ModulePage(runtime or ortweb_runtime, webgpu_build=webgpu_build)
+        try:
+            p = OrtwebPage(module_page, providers=None, timeout=timeout, request=request)
+            yield p
+            assert not p.blocked_requests, f"requests left 127.0.0.1: {p.blocked_requests}"
+            assert not p.errors, f"uncaught page errors: {p.errors}"
+        finally:
+            module_page.close()
+
+    return open_page
 
 
 @pytest.fixture(scope="module")

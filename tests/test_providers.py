@@ -1,21 +1,36 @@
-"""Execution-provider policy: order, disallow, require, fallback reasons, auto, reports."""
+"""Execution-provider policy: order, disallow, require, fallback reasons, auto, reports.
+
+The sessions are made inside the page by ``@run_in_browser`` functions; tests that
+need a page other than the module's (no WebGPU, the JSEP build, a thread count set
+before the first session) open one with ``other_page``. A page without cross-origin
+isolation cannot host ``@run_in_browser``; there the same functions run as source.
+"""
 
 from __future__ import annotations
 
+import inspect
 import re
+import tempfile
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from ortweb.host import samples
+from ortweb.host.browser import PyodidePage, Runtime
 from ortweb.host.native import run_native
 from ortweb.host.server import StaticServer
+from ortweb.testing import run_in_browser
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def models(put_file):
+def models(ortweb_module_page):
+    put_file = ortweb_module_page.put_file
     return {
         "two": put_file("two.onnx", samples.two_outputs_model()),
         "unsupported": put_file("unsupported.onnx", samples.unsupported_on_webgpu_model()),
@@ -24,29 +39,35 @@ def models(put_file):
     }
 
 
-def _session_report(page, model, providers_expr):
-    return page.run_json(f"""
-import json, ortweb
-from ortweb import ProviderPolicy
-try:
-    s = await ortweb.InferenceSession.create({model!r}, providers={providers_expr})
-    r = {{"provider": s.provider, "attempts": [[a.provider, a.status, a.reason]
-          for a in s.provider_report.attempts], "text": str(s.provider_report),
-          "cpu": s.provider_report.cpu_nodes, "gpu": s.provider_report.gpu_nodes,
-          "skipped": s.skipped_providers}}
-    await s.close_async()
-except ortweb.OrtWebError as exc:
-    r = {{"error": type(exc).__name__, "message": str(exc),
-          "reasons": getattr(exc, "reasons", {{}})}}
-json.dumps(r)
-""")
+@run_in_browser
+async def _session_report(ortweb_page, model, providers=None, policy=None):
+    """The session's provider report, or the error; ``policy``: ProviderPolicy's keywords.
+
+    The policy is built in the page, inside the ``try``, so that a policy refused
+    when it is made is reported as the error it raises there.
+    """
+    import ortweb
+    from ortweb import ProviderPolicy
+
+    try:
+        chosen = ProviderPolicy(**policy) if policy is not None else providers
+        s = await ortweb.InferenceSession.create(model, providers=chosen)
+        r = {"provider": s.provider, "attempts": [[a.provider, a.status, a.reason]
+             for a in s.provider_report.attempts], "text": str(s.provider_report),
+             "cpu": s.provider_report.cpu_nodes, "gpu": s.provider_report.gpu_nodes,
+             "skipped": s.skipped_providers}
+        await s.close_async()
+    except ortweb.OrtWebError as exc:
+        r = {"error": type(exc).__name__, "message": str(exc),
+             "reasons": getattr(exc, "reasons", {})}
+    return r
 
 
 @pytest.mark.webgpu
 @pytest.mark.parametrize(("order", "want"), [(["wasm", "webgpu"], "wasm"),
                                               (["webgpu", "wasm"], "webgpu")])
-def test_order_is_respected(page, models, order, want):
-    r = _session_report(page, models["two"], repr(order))
+def test_order_is_respected(ortweb_page, models, order, want):
+    r = _session_report(ortweb_page, models["two"], order)
     assert r["provider"] == want
     assert r["attempts"][0] == [want, "used", ""]
     # The other one was merely later in the order: listed, but not as skipped.
@@ -55,23 +76,23 @@ def test_order_is_respected(page, models, order, want):
 
 
 @pytest.mark.webgpu
-def test_disallow_is_respected(page, models):
-    r = _session_report(page, models["two"], 'ProviderPolicy(disallow=["webgpu"])')
+def test_disallow_is_respected(ortweb_page, models):
+    r = _session_report(ortweb_page, models["two"], policy={"disallow": ["webgpu"]})
     assert r["provider"] == "wasm"
     assert ["webgpu", "disallowed", "disallowed by the provider policy"] in r["attempts"]
     assert "webgpu" in r["skipped"]
 
 
-def test_everything_disallowed_is_refused(page, models):
-    r = _session_report(page, models["two"],
-                        'ProviderPolicy(order=["wasm"], disallow=["wasm"])')
+def test_everything_disallowed_is_refused(ortweb_page, models):
+    r = _session_report(ortweb_page, models["two"],
+                        policy={"order": ["wasm"], "disallow": ["wasm"]})
     assert r["error"] == "InvalidArgument" and "disallowed" in r["message"]
 
 
 @pytest.mark.webgpu
-def test_fallback_false_tries_only_the_first(page, models):
-    r = _session_report(page, models["f16"], 'ProviderPolicy(order=["webgpu", "wasm"], '
-                                             'fallback=False)')
+def test_fallback_false_tries_only_the_first(ortweb_page, models):
+    r = _session_report(ortweb_page, models["f16"],
+                        policy={"order": ["webgpu", "wasm"], "fallback": False})
     # float16 cannot run on this adapter's WebGPU (no shader-f16 on SwiftShader):
     # without fallback the session fails instead of moving to wasm.
     if "provider" in r:
@@ -83,30 +104,29 @@ def test_fallback_false_tries_only_the_first(page, models):
 
 
 @pytest.mark.webgpu
-def test_float16_model_falls_back_with_reason(page, models):
-    r = _session_report(page, models["f16"], '["webgpu", "wasm"]')
+def test_float16_model_falls_back_with_reason(ortweb_page, models):
+    r = _session_report(ortweb_page, models["f16"], ["webgpu", "wasm"])
     if r["provider"] == "wasm":
         assert ["webgpu", "skipped"] == r["attempts"][0][:2]
         assert "shader-f16" in r["attempts"][0][2]
 
 
-@pytest.fixture(scope="module")
-def no_gpu_page(runtime):
-    """A page in a browser launched without the WebGPU flags: no adapter."""
+@run_in_browser
+def _available_providers(ortweb_page):
+    import ortweb
+
+    return ortweb.get_available_providers()
+
+
+def test_without_webgpu_fallback_reason_and_require(other_page, ortweb_runtime):
+    """In a browser launched without the WebGPU flags: no adapter."""
+    runtime = ortweb_runtime
     with runtime.browser.sibling(webgpu=False) as browser, \
-            browser.new_page(runtime.server.url) as p:
-        yield p
-        assert not p.blocked_requests
-
-
-def test_without_webgpu_fallback_reason_and_require(no_gpu_page, runtime):
-    with runtime.shared_folder() as (folder, prefix):
-        (folder / "two.onnx").write_bytes(samples.two_outputs_model())
-        no_gpu_page.write_file(prefix + "two.onnx", "two.onnx")
-        fallback = _session_report(no_gpu_page, "two.onnx", "None")
-        required = _session_report(no_gpu_page, "two.onnx", 'ProviderPolicy(require="webgpu")')
-        available = no_gpu_page.run_json(
-            "import json, ortweb\njson.dumps(ortweb.get_available_providers())")
+            other_page(Runtime(runtime.assets, runtime.server, browser)) as p:
+        two = p.put_file("two.onnx", samples.two_outputs_model())
+        fallback = _session_report(p, two, None)
+        required = _session_report(p, two, policy={"require": "webgpu"})
+        available = _available_providers(p)
     assert fallback["provider"] == "wasm"
     status = {a[0]: a for a in fallback["attempts"]}
     assert status["webgpu"][1] == "skipped"
@@ -124,18 +144,17 @@ def _webgpu_operators(runtime) -> set[str]:
 
 
 @pytest.mark.webgpu
-def test_cpu_placed_nodes_match_the_jsep_operator_list(runtime, models):
+def test_cpu_placed_nodes_match_the_jsep_operator_list(ortweb_runtime, other_page):
     """The report's CPU nodes are the ones whose op the (JSEP) WebGPU EP lacks."""
     import onnx
 
     model = onnx.load_model_from_string(samples.unsupported_on_webgpu_model())
     ops = {n.op_type for n in model.graph.node}
-    listed = _webgpu_operators(runtime)
+    listed = _webgpu_operators(ortweb_runtime)
     assert "Conv" in listed and "Round" not in listed, "operator table not parsed"
-    with runtime.new_page(webgpu_build="jsep") as p, runtime.shared_folder() as (folder, prefix):
-        (folder / "u.onnx").write_bytes(samples.unsupported_on_webgpu_model())
-        p.write_file(prefix + "u.onnx", "u.onnx")
-        r = _session_report(p, "u.onnx", '["webgpu"]')
+    with other_page(webgpu_build="jsep") as p:
+        u = p.put_file("u.onnx", samples.unsupported_on_webgpu_model())
+        r = _session_report(p, u, ["webgpu"])
     cpu_ops = {n.split(" ")[0] for n in r["cpu"]}
     gpu_ops = {n.split(" ")[0] for n in r["gpu"]}
     assert r["provider"] == "webgpu"
@@ -144,9 +163,19 @@ def test_cpu_placed_nodes_match_the_jsep_operator_list(runtime, models):
     assert "on the CPU" in r["text"]
 
 
+@run_in_browser
+async def _run_on_webgpu(ortweb_page, model, x):
+    import ortweb
+
+    s = await ortweb.InferenceSession.create(model, providers=["webgpu"])
+    outs = await s.run_async(None, {"x": x})
+    await s.close_async()
+    return outs
+
+
 @pytest.mark.webgpu
-def test_cpu_placed_nodes_native_build_and_answers_right(page, models):
-    r = _session_report(page, models["unsupported"], '["webgpu"]')
+def test_cpu_placed_nodes_native_build_and_answers_right(ortweb_page, models):
+    r = _session_report(ortweb_page, models["unsupported"], ["webgpu"])
     assert r["provider"] == "webgpu"
     assert r["text"].splitlines()[1:4] == [
         "  webgpu  used", "  1 node(s) on the CPU, 1 on WebGPU; on the CPU:", "    Round ()",
@@ -155,33 +184,28 @@ def test_cpu_placed_nodes_native_build_and_answers_right(page, models):
     # Measured on the native (C++) WebGPU EP of 1.30: Round is missing there, TopK is not.
     assert "Round" in cpu_ops and "TopK" not in cpu_ops, r["text"]
     x = np.array([[0.5, 2.5, -1.5, 3.7, 0.2], [9.0, -2.2, 4.4, 1.1, 0.0]], np.float32)
-    out = page.run_json(f"""
-import json, numpy as np, ortweb
-s = await ortweb.InferenceSession.create({models['unsupported']!r}, providers=["webgpu"])
-outs = await s.run_async(None, {{"x": np.array({x.tolist()!r}, np.float32)}})
-await s.close_async()
-json.dumps([o.tolist() for o in outs])
-""")
+    out = _run_on_webgpu(ortweb_page, models["unsupported"], x)
     want = run_native(samples.unsupported_on_webgpu_model(), {"x": x})
     for got, (name, value) in zip(out, want.items(), strict=True):
         np.testing.assert_allclose(got, value, rtol=1e-6, err_msg=name)
 
 
 @pytest.mark.webgpu
-def test_auto_measures_stores_and_reuses(page, models):
-    out = page.run_json(f"""
-import json, ortweb
-first = await ortweb.InferenceSession.create({models['mlp']!r}, providers="auto")
-r1 = first.provider_report
-second = await ortweb.InferenceSession.create({models['mlp']!r}, providers="auto")
-r2 = second.provider_report
-res = [first.provider, r1.auto, r1.timings, second.provider, r2.auto, r2.timings, str(r1)]
-for s in (first, second):
-    await s.close_async()
-keys = [k.url for k in await (await js.caches.open("ortweb-choices-v1")).keys()]
-json.dumps(res + [keys])
-""".replace("import json, ortweb", "import json, js, ortweb"))
-    p1, how1, t1, p2, how2, t2, text, keys = out
+@run_in_browser
+async def test_auto_measures_stores_and_reuses(ortweb_page, models):
+    import js
+
+    import ortweb
+
+    first = await ortweb.InferenceSession.create(models["mlp"], providers="auto")
+    r1 = first.provider_report
+    second = await ortweb.InferenceSession.create(models["mlp"], providers="auto")
+    r2 = second.provider_report
+    p1, how1, t1, p2, how2, t2, text = (first.provider, r1.auto, r1.timings, second.provider,
+                                        r2.auto, r2.timings, str(r1))
+    for s in (first, second):
+        await s.close_async()
+    keys = [k.url for k in await (await js.caches.open("ortweb-choices-v1")).keys()]
     assert how1 == "measured" and set(t1) == {"webgpu", "wasm"}
     assert p1 == min(t1, key=lambda p: t1[p]["median_ms"])
     assert all(t["runs"] >= 1 and t["median_ms"] > 0 for t in t1.values())
@@ -190,24 +214,47 @@ json.dumps(res + [keys])
     assert any("ortweb.invalid/choice/auto" in k for k in keys)
 
 
-def _info(page, threads):
-    return page.run_json(f"""
-import json, warnings, ortweb
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    used = ortweb.set_num_threads({threads})
-    s = await ortweb.InferenceSession.create(open("m.onnx", "rb").read(), providers=["wasm"])
-    await s.close_async()
-info = ortweb.runtime_info()
-json.dumps([used, info, [str(w.message) for w in caught]])
-""")
+async def _thread_info(ortweb_page, threads):
+    import warnings
+
+    import ortweb
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        used = ortweb.set_num_threads(threads)
+        with open("m.onnx", "rb") as f:
+            s = await ortweb.InferenceSession.create(f.read(), providers=["wasm"])
+        await s.close_async()
+    info = ortweb.runtime_info()
+    return used, info, [str(w.message) for w in caught]
 
 
-def test_runtime_info_isolated_page(runtime):
-    with runtime.new_page() as p, runtime.shared_folder() as (folder, prefix):
-        (folder / "m.onnx").write_bytes(samples.two_outputs_model())
-        p.write_file(prefix + "m.onnx", "m.onnx")
-        used, info, warned = _info(p, 2)
+async def _thread_warnings(ortweb_page, threads):
+    import warnings
+
+    import ortweb
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ortweb.set_num_threads(threads)
+    return [str(w.message) for w in caught]
+
+
+def _run_without_isolation(p: PyodidePage, func: Callable[..., Any], *args: Any) -> Any:
+    """``func(None, *args)`` in a page that ``@run_in_browser`` cannot drive: its
+    runner needs SharedArrayBuffer, which only a cross-origin isolated page has. The
+    function's own source is run, so that ruff still checks it; the result comes
+    back as JSON."""
+    source = textwrap.dedent(inspect.getsource(func))
+    return p.run_json(f"{source}\nimport json\n"
+                      f"json.dumps(await {func.__name__}(None, *{args!r}))")
+
+
+def test_runtime_info_isolated_page(other_page):
+    # The thread count holds only when set before the page's first session.
+    with other_page() as p:
+        p.put_file("m.onnx", samples.two_outputs_model())
+        used, info, warned = run_in_browser(_thread_info)(p, 2)
     assert info["cross_origin_isolated"] is True
     assert info["onnxruntime_web"] == "1.30.0"
     assert info["webgpu_build"] == "native"
@@ -216,25 +263,17 @@ def test_runtime_info_isolated_page(runtime):
     assert not [w for w in warned if "isolated" in w]
 
 
-def test_runtime_info_non_isolated_page_warns_once(runtime):
+def test_runtime_info_non_isolated_page_warns_once(ortweb_runtime):
+    runtime = ortweb_runtime
     with StaticServer(runtime.assets.mounts(), isolation=False) as plain, \
-            runtime.browser.new_page(plain.url) as p:
-        plain.add_mount("/m/", runtime.assets.root / "build" / "pyodide")
-        import tempfile
-        from pathlib import Path
-
-        with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "m.onnx").write_bytes(samples.two_outputs_model())
-            plain.add_mount("/f/", Path(tmp))
-            p.write_file("/f/m.onnx", "m.onnx")
-            used, info, warned = _info(p, 2)
-            again = p.run_json("""
-import json, warnings, ortweb
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    ortweb.set_num_threads(2)
-json.dumps([str(w.message) for w in caught])
-""")
+            runtime.browser.new_page(plain.url) as p, \
+            tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "m.onnx").write_bytes(samples.two_outputs_model())
+        plain.add_mount("/f/", Path(tmp))
+        p.write_file("/f/m.onnx", "m.onnx")
+        used, info, warned = _run_without_isolation(p, _thread_info, 2)
+        again = _run_without_isolation(p, _thread_warnings, 2)
+        assert not p.blocked_requests, f"requests left 127.0.0.1: {p.blocked_requests}"
     assert info["cross_origin_isolated"] is False
     assert used == 1 and info["builds"]["wasm"]["numThreads"] == 1
     isolation = [w for w in warned if "cross-origin isolated" in w]
@@ -243,8 +282,11 @@ json.dumps([str(w.message) for w in caught])
 
 
 @pytest.mark.webgpu
-def test_runtime_info_webgpu_adapter(page):
-    info = page.run_json("import json, ortweb\njson.dumps(ortweb.runtime_info())")
+@run_in_browser
+def test_runtime_info_webgpu_adapter(ortweb_page):
+    import ortweb
+
+    info = ortweb.runtime_info()
     assert info["webgpu"]["available"] is True
     assert isinstance(info["webgpu"]["features"], list)
     assert "description" in info["webgpu"]["info"]
