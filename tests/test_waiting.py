@@ -82,7 +82,7 @@ def test_block_on_drives_every_kind_of_await(ortweb_page):
         return value * 2
 
     assert _bridge.block_on(outer()) == 22
-    assert _bridge._driving is False
+    assert _bridge._waiting._driving is False
 
 
 @run_in_browser
@@ -198,6 +198,7 @@ async def test_fast_event_loop_can_be_turned_off(ortweb_page):
     from pyodide.ffi import to_js
 
     from ortweb import _bridge
+    from ortweb._bridge import _waiting
 
     ours = webloop.scheduleCallback
     config = getattr(js.globalThis, "ortwebConfig", None)
@@ -206,29 +207,29 @@ async def test_fast_event_loop_can_be_turned_off(ortweb_page):
         js.globalThis.ortwebConfig = to_js(
             {"fastEventLoop": False}, dict_converter=js.Object.fromEntries
         )
-        _bridge._event_loop = None
+        _waiting._event_loop = None
         _bridge.get_bridge()
         assert _bridge.event_loop() == "pyodide"
         assert _bridge.bridge_wakeup() == "event-loop"
-        assert _bridge._same_js(webloop.scheduleCallback, pyodide_js._api.scheduleCallback)
+        assert _waiting._same_js(webloop.scheduleCallback, pyodide_js._api.scheduleCallback)
         # Calls still work, woken after a turn of the loop.
         assert (await _bridge.call("versions", "wasm")).to_py()["ort"] == "1.30.0"
         # Without the setting it is installed; a scheduler someone else set is kept.
         js.Reflect.deleteProperty(js.globalThis, "ortwebConfig")
-        _bridge._event_loop = None
+        _waiting._event_loop = None
         _bridge.get_bridge()
         assert _bridge.event_loop() == "ortweb"
         assert _bridge.bridge_wakeup() == "microtask"
         webloop.scheduleCallback = other = pyodide_js._api.scheduleCallback.bind(None)
-        _bridge._event_loop = None
+        _waiting._event_loop = None
         _bridge.get_bridge()
         assert _bridge.event_loop() == "pyodide"
         assert _bridge.bridge_wakeup() == "microtask"  # the wake-up is the bridge's own
         assert webloop.scheduleCallback is other
     finally:
         webloop.scheduleCallback = ours
-        _bridge._event_loop = "ortweb"
-        _bridge._wake_in_microtask = True
+        _waiting._event_loop = "ortweb"
+        _waiting._wake_in_microtask = True
         if config is not None:
             js.globalThis.ortwebConfig = config
         else:

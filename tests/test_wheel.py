@@ -59,8 +59,9 @@ def test_contents(wheel: Path) -> None:
     names = _names(wheel)
     assert len(names) == len(set(names))
     expected = {f"ortweb/{p.relative_to(PKG).as_posix()}" for p in runtime_files(PKG)}
-    for module in ("__init__", "_bridge", "_convert", "_dtypes", "_metadata", "_options",
-                   "_providers", "_runtime", "_session", "_validate", "errors"):
+    for module in ("__init__", "_bridge/__init__", "_bridge/_protocol", "_bridge/_waiting",
+                   "_convert", "_dtypes", "_metadata", "_options", "_providers", "_runtime",
+                   "_session", "_validate", "errors"):
         assert f"ortweb/{module}.py" in names
     assert "ortweb/py.typed" in names
     dist = {n for n in names if n.startswith(f"{DIST_INFO}/")}

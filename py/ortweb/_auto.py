@@ -30,13 +30,13 @@ AUTO_BUDGET_S = 5.0
 
 async def _cache_key(model: bytes) -> str:
     gpu = await _bridge.probe_webgpu()
-    versions = await _bridge.call("versions", "wasm", context="versions")
+    versions = await _bridge.versions("wasm")
     info = gpu.get("info") or {}
     adapter = "/".join(str(info.get(k, "")) for k in ("vendor", "architecture", "device",
                                                        "description")) or "no-adapter"
-    build = str(_bridge.get_bridge().settings().webgpuBuild)
+    build = str(_bridge.settings()["webgpuBuild"])
     digest = hashlib.sha256(model).hexdigest()
-    return f"auto|{digest}|{adapter}|ort-web {versions.ort}|{build}"
+    return f"auto|{digest}|{adapter}|ort-web {versions['ort']}|{build}"
 
 
 async def _measure(info: dict[str, Any], budget_s: float, runs: int) -> dict[str, float]:
@@ -86,8 +86,7 @@ async def choose_provider(
         ``'measured'`` or ``'remembered'``.
     """
     key = await _cache_key(model)
-    cached = (await _bridge.call("getChoice", key, context="auto"))
-    cached = None if cached is None else cached.to_py()
+    cached = await _bridge.get_choice(key)
     if cached and cached.get("provider") in candidates:
         order = [cached["provider"], *[c for c in candidates if c != cached["provider"]]]
         info = await _bridge.create_session(model, order, options)
@@ -128,8 +127,7 @@ async def choose_provider(
                 "reason": f"measured slower ({timings[provider]['median_ms']:.2f} ms vs "
                           f"{timings[best]['median_ms']:.2f} ms on {best})",
             })
-    await _bridge.call("putChoice", key, _bridge._js({"provider": best, "timings": timings}),
-                       context="auto")
+    await _bridge.put_choice(key, {"provider": best, "timings": timings})
     chosen = dict(made[best])
     chosen["skipped"] = list(chosen.get("skipped", [])) + skipped
     return chosen, timings, "measured"

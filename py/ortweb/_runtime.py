@@ -46,8 +46,7 @@ def set_default_providers(providers: Sequence[Any] | str | None) -> list[str] | 
         The normalised list now in force.
     """
     value = None if providers is None else normalize_providers(providers)
-    bridge = _bridge.get_bridge()
-    bridge.defaultProviders = None if value is None else _bridge._js(value)
+    _bridge.set_default_providers(value)
     return value
 
 
@@ -106,10 +105,8 @@ def set_num_threads(n: int) -> int:
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise InvalidArgument(f"set_num_threads: expected a non-negative int, got {n!r}")
     global _warned_isolation
-    bridge = _bridge.get_bridge()
-    bridge.configure(_bridge._js({"numThreads": n or None}))
-    isolated = bool(getattr(_bridge.js.globalThis, "crossOriginIsolated", False))
-    if n > 1 and not isolated:
+    _bridge.configure(num_threads=n or None)
+    if n > 1 and not _bridge.cross_origin_isolated():
         if not _warned_isolation:
             _warned_isolation = True
             warnings.warn(
@@ -121,7 +118,7 @@ def set_num_threads(n: int) -> int:
                 RuntimeWarning, stacklevel=2,
             )
         return 1
-    loaded = list(bridge.stats().builds)
+    loaded = list(_bridge.stats()["builds"])
     if loaded:
         warnings.warn(
             f"ortweb: onnxruntime-web runtimes already started ({', '.join(loaded)}) keep "
@@ -150,8 +147,8 @@ async def runtime_info_async() -> dict[str, Any]:
     """
     from . import __version__
 
-    info = (await _bridge.call("runtimeInfo", context="runtime_info")).to_py()
-    versions = (await _bridge.call("versions", "wasm", context="runtime_info")).to_py()
+    info = await _bridge.runtime_info()
+    versions = await _bridge.versions("wasm", context="runtime_info")
     return {
         "ortweb": __version__,
         "onnxruntime_web": versions.get("ort"),
@@ -184,13 +181,13 @@ def memory_info() -> dict[str, Any]:
         memories: ORT's heaps and Pyodide's) and ``wasm_memories`` (each with its
         size).
     """
-    return _memory(_bridge.get_bridge().meters().to_py())
+    return _memory(_bridge.meters())
 
 
 async def memory_info_async() -> dict[str, Any]:
     """:func:`memory_info` read after a JavaScript garbage collection (where the page
     allows ``gc()``), so buffers that were only dropped are not counted as alive."""
-    return _memory((await _bridge.call("settledMeters", context="memory_info")).to_py())
+    return _memory(await _bridge.settled_meters())
 
 
 def _memory(m: dict[str, Any]) -> dict[str, Any]:

@@ -117,7 +117,7 @@ def _transfer_in(a, k):
     # from numpy; the array goes back to the pool as `run` does once ORT copied it.
     t0 = time.perf_counter()
     for _ in range(k):
-        buf = _bridge._encode(_convert.to_wire(a, _F32))
+        buf = _bridge.encode_feed(_convert.to_wire(a, _F32))
         _tensors.recycle("float32", buf)
     return (time.perf_counter() - t0) * 1000 / k
 
@@ -126,7 +126,7 @@ def _transfer_out(js_array, n, k):
     # The bridge's own hop for an output: ORT's typed array read into a new numpy array.
     t0 = time.perf_counter()
     for _ in range(k):
-        out = _bridge._read(_F32, [n], js_array)
+        out = _bridge.read(_F32, [n], js_array)
     ms = (time.perf_counter() - t0) * 1000 / k
     assert out.shape == (n,)
     return ms

@@ -1,0 +1,273 @@
+"""The bridge protocol: one typed Python function per call of ``bridge_js/index.js``.
+
+This is the only module that calls the bridge's methods by name or turns what they
+return into Python values; the rest of ortweb calls these functions. Every
+asynchronous bridge call resolves to an envelope (``{ok, value}`` /
+``{ok: false, error}``), translated here, once, by :func:`ortweb.errors.from_envelope`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _dtypes
+from .._convert import WireTensor
+from ..errors import from_envelope
+from . import _waiting
+from ._ffi import GLOBAL, IN_BROWSER, js_object, to_js
+from ._loading import ensure_bridge, get_bridge, last_seen, peek
+from ._wire import Feed, GpuOutput, Stage, decode_outputs, encode, fetch_list, flat_feeds, read
+
+__all__ = [
+    "call",
+    "configure",
+    "create_session",
+    "cross_origin_isolated",
+    "default_providers",
+    "dispose_value",
+    "encode_feed",
+    "fetch_bytes",
+    "get_choice",
+    "meters",
+    "probe_webgpu",
+    "put_choice",
+    "read_value",
+    "release_later",
+    "release_session",
+    "run_session",
+    "runtime_info",
+    "set_default_providers",
+    "settings",
+    "settled_meters",
+    "stats",
+    "upload_value",
+    "value_from_gpu_buffer",
+    "value_gpu_buffer",
+    "versions",
+    "webgpu_device",
+]
+
+
+async def call(method: str, *args: Any, context: str = "", bridge: Any = None) -> Any:
+    """Await ``bridge[method](*args)`` and unwrap its envelope (a JS value or proxy).
+
+    If the awaiting task is cancelled, the JS call still completes (ORT cannot be
+    interrupted); the bridge then releases whatever it produced, so a cancelled
+    run or create leaks nothing and the session stays usable.
+    """
+    if bridge is None:
+        bridge = await ensure_bridge()
+    waiter, job = _waiting.start_call(bridge, method, args)
+    try:
+        await waiter
+    except asyncio.CancelledError:
+        _waiting.abandon(bridge, method, job)
+        raise
+    ok, payload = waiter.outcome()
+    if not ok:
+        err = payload.to_py()
+        exc = from_envelope(err, context)
+        if hasattr(exc, "reasons") and err.get("reasons"):
+            exc.reasons = dict(err["reasons"])
+        raise exc
+    return payload
+
+
+def _sync_call(method: str, *args: Any, context: str) -> Any:
+    envelope = getattr(get_bridge(), method)(*args)
+    if not envelope.ok:
+        raise from_envelope(envelope.error.to_py(), context)
+    return envelope.value
+
+
+def _stage(bridge: Any) -> Stage:
+    """Staging arrays from ``bridge`` (looked up only when a feed needs one)."""
+    return lambda ort_type, size: (bridge or get_bridge()).allocate(ort_type, size)
+
+
+def encode_feed(feed: WireTensor) -> Any:
+    """One feed's data as the JS value ``run`` takes (see :func:`._wire.encode`)."""
+    return encode(feed, _stage(None))
+
+
+# -- sessions ----------------------------------------------------------------------
+
+
+async def fetch_bytes(url: str) -> bytes:
+    """Download ``url`` with the browser's ``fetch`` (HTTP errors → NoSuchFile)."""
+    value = await call("fetchBytes", url, context=f"load {url}")
+    return bytes(value.to_bytes())
+
+
+async def create_session(
+    model: bytes, providers: Sequence[str], options: dict[str, Any]
+) -> dict[str, Any]:
+    """Create an ORT-web session; returns handle, provider, skipped and metadata."""
+    data = to_js(memoryview(model))
+    value = await call(
+        "createSession", data, js_object(list(providers)), js_object(options),
+        context="create session",
+    )
+    return value.to_py()  # type: ignore[no-any-return]
+
+
+async def run_session(
+    handle: int,
+    feeds: Sequence[Feed],
+    fetches: Sequence[tuple[str, int | None]],
+    run_options: dict[str, Any] | None = None,
+) -> list[np.ndarray | GpuOutput]:
+    """Run a session; outputs in ``fetches`` order, numpy arrays or :class:`GpuOutput`.
+
+    ``fetches`` pairs each output name with the handle of a pre-allocated GPU
+    value to write into, or None.
+    """
+    # Every other call looks the bridge up afresh, so the one seen last is current.
+    bridge = last_seen() or await ensure_bridge()
+    options = None if run_options is None else js_object(run_options)
+    flat = await call(
+        "run", handle, fetch_list(fetches), options, *flat_feeds(feeds, _stage(bridge)),
+        context="run", bridge=bridge,
+    )
+    return decode_outputs(flat.to_py(depth=1))
+
+
+async def release_session(handle: int) -> None:
+    """Release a session (a handle released before is ignored)."""
+    await call("release", handle, context="close session")
+
+
+def release_later(handle: int) -> None:
+    """Release a session without waiting (finalizers cannot await); errors are dropped."""
+    bridge = peek()
+    if bridge is not None:
+        bridge.release(handle)
+
+
+# -- GPU values --------------------------------------------------------------------
+
+
+async def upload_value(wire: WireTensor) -> int:
+    """Copy a wire tensor into a new ortweb-owned GPU buffer; returns its value handle."""
+    value = await call(
+        "uploadValue", wire.dtype.ort, js_object(list(wire.dims)), encode_feed(wire),
+        context="upload to WebGPU",
+    )
+    return int(value)
+
+
+async def read_value(handle: int, release: bool) -> np.ndarray:
+    """Download a GPU value (and release it when ``release``)."""
+    out = await call("readValue", handle, release, context="read GPU tensor")
+    return read(_dtypes.by_ort(str(out.type)), [int(d) for d in out.dims], out.data)
+
+
+def value_from_gpu_buffer(buffer: Any, dtype: _dtypes.DType, dims: Sequence[int]) -> int:
+    """Register a user's GPUBuffer as a value (usage and size checked now)."""
+    return int(_sync_call(
+        "valueFromGpuBuffer", buffer, dtype.ort, js_object(list(dims)),
+        context="from_gpu_buffer",
+    ))
+
+
+def value_gpu_buffer(handle: int) -> Any:
+    """The GPUBuffer of a value."""
+    return _sync_call("valueGpuBuffer", handle, context="gpu_buffer")
+
+
+def dispose_value(handle: int, by_finalizer: bool = False) -> None:
+    """Dispose a GPU value (safe for handles disposed before)."""
+    bridge = peek()
+    if bridge is not None:
+        bridge.disposeValue(handle, by_finalizer)
+
+
+async def webgpu_device() -> Any:
+    """The GPUDevice WebGPU sessions run on."""
+    return await call("webgpuDevice", context="webgpu_device")
+
+
+async def probe_webgpu() -> dict[str, Any]:
+    """``{available, reason, features, info}`` for this page's WebGPU adapter."""
+    value = await call("probeWebGpu", context="probe WebGPU")
+    return value.to_py()  # type: ignore[no-any-return]
+
+
+# -- the runtime and its settings ----------------------------------------------------
+
+
+async def runtime_info(context: str = "runtime_info") -> dict[str, Any]:
+    """The bridge's ``runtimeInfo()``: webgpuBuild, builds, webgpu, crossOriginIsolated,
+    simd, requestedThreads, hardwareConcurrency, inWorker."""
+    return (await call("runtimeInfo", context=context)).to_py()  # type: ignore[no-any-return]
+
+
+async def versions(build: str = "wasm", context: str = "versions") -> dict[str, Any]:
+    """``{bridge, ort, common}`` versions, loading ORT-web's ``build`` if need be."""
+    return (await call("versions", build, context=context)).to_py()  # type: ignore[no-any-return]
+
+
+def meters() -> dict[str, Any]:
+    """GPU buffers and wasm memories alive now (``bridge_js/meters.js``)."""
+    return get_bridge().meters().to_py()  # type: ignore[no-any-return]
+
+
+async def settled_meters(context: str = "memory_info") -> dict[str, Any]:
+    """:func:`meters` read after a JavaScript garbage collection, where the page allows."""
+    return (await call("settledMeters", context=context)).to_py()  # type: ignore[no-any-return]
+
+
+def stats() -> dict[str, Any]:
+    """Counts kept by the bridge (live sessions, queued calls, loaded builds)."""
+    return get_bridge().stats().to_py()  # type: ignore[no-any-return]
+
+
+def settings() -> dict[str, Any]:
+    """The bridge's settings: ortBaseURL, webgpuBuild, numThreads, defaultProviders."""
+    return get_bridge().settings().to_py()  # type: ignore[no-any-return]
+
+
+def configure(*, num_threads: int | None) -> dict[str, Any]:
+    """Set the wasm thread count ORT-web's runtimes read when they start (None: ORT's
+    default); returns the settings now in force (see :func:`settings`)."""
+    return get_bridge().configure(  # type: ignore[no-any-return]
+        js_object({"numThreads": num_threads})
+    ).to_py()
+
+
+def default_providers() -> list[str] | None:
+    """Providers the page asks sessions to use when they name none (``ortweb exec --providers``)."""
+    bridge = peek()
+    value = None if bridge is None else bridge.defaultProviders
+    if value is None:
+        return None
+    return [str(p) for p in value]
+
+
+def set_default_providers(providers: list[str] | None) -> None:
+    """Set (or with None, clear) what :func:`default_providers` returns."""
+    bridge = get_bridge()  # first: on the host, its error is the one to see
+    bridge.defaultProviders = None if providers is None else js_object(providers)
+
+
+def cross_origin_isolated() -> bool:
+    """Whether the page is cross-origin isolated (which wasm threads need)."""
+    return IN_BROWSER and bool(getattr(GLOBAL, "crossOriginIsolated", False))
+
+
+# -- remembered choices (bridge_js/store.js) ---------------------------------------------
+
+
+async def get_choice(key: str, context: str = "auto") -> dict[str, Any] | None:
+    """The choice stored under ``key``, or None."""
+    value = await call("getChoice", key, context=context)
+    return None if value is None else value.to_py()  # type: ignore[no-any-return]
+
+
+async def put_choice(key: str, value: dict[str, Any], context: str = "auto") -> None:
+    """Store a JSON-serialisable choice under ``key``."""
+    await call("putChoice", key, js_object(value), context=context)
