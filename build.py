@@ -2,7 +2,7 @@
 """ortweb's bootstrap and build entry point (standard library only).
 
     python3 build.py setup        # .venv, vendored assets (verified), Chromium, browser wheel
-    python3 build.py check        # ruff, mypy, JS syntax
+    python3 build.py check        # ruff, mypy, JS syntax, tsc on bridge_js/
     python3 build.py test [ARGS]  # setup + check + pytest (ARGS go to pytest)
     python3 build.py demo         # setup + build the digits demo site, check it headless on
                                   #   wasm and webgpu vs native onnxruntime (--serve: serve it)
@@ -140,17 +140,18 @@ def check_sha(path: Path, expected: str, what: str) -> None:
 
 def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
     """Unpack an npm tarball into build/npm/NAME and check every pinned file."""
-    dest = NPM_DIR / pkg["name"]
+    dest = NPM_DIR / pkg["name"]  # a scoped name (@webgpu/types) nests, as in node_modules
     marker = dest / ".ortweb-extracted"
     if not marker.exists() or marker.read_text() != pkg["sha256"]:
         if dest.exists():
             shutil.rmtree(dest)
-        tmp = NPM_DIR / f".{pkg['name']}.tmp"
+        tmp = NPM_DIR / f".{pkg['name'].replace('/', '+')}.tmp"
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
         with tarfile.open(tgz) as tf:
             tf.extractall(tmp, filter="data")
+        dest.parent.mkdir(parents=True, exist_ok=True)
         (tmp / "package").rename(dest)
         shutil.rmtree(tmp)
         marker.write_text(pkg["sha256"])
@@ -296,8 +297,21 @@ def write_manifest() -> None:
 # -- checks and tests ----------------------------------------------------------------
 
 
+#: npm packages ``check`` needs: TypeScript's compiler and the WebGPU types it reads.
+TYPECHECK_NPM = ("typescript", "@webgpu/types")
+
+
+def typecheck_js(node: str) -> None:
+    """``tsc`` on bridge_js/ (its JSDoc types, with ``bridge_js/tsconfig.json``)."""
+    pinned = {pkg["name"]: pkg for pkg in load_manifest()["npm"]}
+    dirs = {name: extract_npm(pinned[name], fetch_npm(pinned[name])) for name in TYPECHECK_NPM}
+    tsc = dirs["typescript"] / "lib" / "tsc.js"
+    run([node, str(tsc), "--project", str(ROOT / "bridge_js" / "tsconfig.json")], cwd=ROOT)
+    log(f"tsc {pinned['typescript']['version']}: bridge_js/ type-checks")
+
+
 def check() -> None:
-    """ruff, mypy and a syntax check of every JS module."""
+    """ruff, mypy, a syntax check of every JS module and a type check of the bridge's."""
     run([str(venv_bin("ruff")), "check", "py", "tests", "docs", "build.py"], cwd=ROOT)
     run([str(venv_bin("mypy"))], cwd=ROOT)
     # The drop-in onnxruntime on its own: a second run with its folder first on the
@@ -311,8 +325,9 @@ def check() -> None:
         for path in js_files:
             subprocess.run([node, "--check", str(path)], check=True)
         log(f"node --check: {len(js_files)} JS files OK")
+        typecheck_js(node)
     else:
-        log("node not found: JS syntax check skipped")
+        log("node not found: JS syntax and type checks skipped")
 
 
 def test(args: list[str]) -> int:

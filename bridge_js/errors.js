@@ -14,6 +14,12 @@
  * @property {Object<string,string>} [reasons] per-provider reasons, for ProviderUnavailable.
  */
 
+/**
+ * What every asynchronous bridge call resolves to.
+ * @template T
+ * @typedef {{ok: true, value: T} | {ok: false, error: ErrorEnvelope}} Envelope
+ */
+
 /** An error raised by the bridge itself, with an ortweb category name. */
 export class BridgeError extends Error {
   /**
@@ -54,12 +60,16 @@ export function toEnvelope(err) {
 /**
  * @template T
  * @param {T} value
+ * @returns {{ok: true, value: T}}
  */
 export function ok(value) {
   return { ok: true, value };
 }
 
-/** @param {unknown} err */
+/**
+ * @param {unknown} err
+ * @returns {{ok: false, error: ErrorEnvelope}}
+ */
 export function fail(err) {
   return { ok: false, error: toEnvelope(err) };
 }
@@ -68,6 +78,7 @@ export function fail(err) {
  * Run `fn` and wrap its result or error in an envelope; never rejects.
  * @template T
  * @param {() => Promise<T>} fn
+ * @returns {Promise<Envelope<T>>}
  */
 export async function enveloped(fn) {
   try {

@@ -19,7 +19,7 @@ import {
   createSession, liveSessions, readGpuValue, releaseSession, runSession, uploadValue, webgpuDevice,
 } from './sessions.js';
 import { allocate, pooled } from './tensors.js';
-import { deleteChoice, getChoice, putChoice } from './store.js';
+import { getChoice, putChoice } from './store.js';
 import { disposeValue, getValue, valueFromUserBuffer, valueStats } from './values.js';
 import { freshValues, readFeeds, writeOutputs } from './wire.js';
 
@@ -34,8 +34,75 @@ export const BRIDGE_VERSION = '0.1.0';
  */
 
 /**
+ * @template T
+ * @typedef {import('./errors.js').Envelope<T>} Envelope
+ */
+/**
+ * @template {(...args: any) => any} F
+ * @typedef {Awaited<ReturnType<F>>} ResultOf what an async function resolves to
+ */
+/** @typedef {BridgeOptions & {ortBaseURL: string, webgpuBuild: string}} BridgeSettings */
+
+/**
+ * A bridge call started by `start`/`startThen`, read by Python's waiters
+ * (py/ortweb/_bridge/_waiting.py).
+ * @typedef {object} BridgeJob
+ * @property {boolean} done        whether the call has settled
+ * @property {Envelope<any>|null} envelope  its envelope once settled
+ * @property {Promise<Envelope<any>>} promise  resolves to the envelope; never rejects
+ * @property {() => Promise<Envelope<any>>} wait  `promise`, as a call's result
+ */
+
+/**
+ * The API the bridge exposes to Python as `globalThis.ortwebBridge`. Python calls
+ * it in one place, py/ortweb/_bridge/_protocol.py, one function per method. Every
+ * asynchronous method resolves to an {@link Envelope} and never rejects.
+ * @typedef {object} OrtwebBridge
+ * @property {string} version  BRIDGE_VERSION
+ * @property {string[]|null} defaultProviders  providers for sessions that name none
+ * @property {(opts: BridgeOptions) => BridgeSettings} configure  throws on a bad webgpuBuild
+ * @property {() => BridgeSettings} settings
+ * @property {typeof allocate} allocate  a pooled staging array for a large feed (tensors.js)
+ * @property {(callback: () => void, delay?: number) => void} scheduleCallback
+ *   replaces Pyodide's on a page's main thread (scheduler.js)
+ * @property {() => Promise<Envelope<import('./runtime.js').WebGpuInfo>>} probeWebGpu
+ * @property {(build: string) => Promise<Envelope<{bridge: string, ort: string|null, common: string|null}>>} versions
+ * @property {(bytes: Uint8Array, providers: string[], options: any) => Promise<Envelope<ResultOf<typeof createSession>>>} createSession
+ * @property {(handle: number, fetches: Array<[string, number|null]>, runOptions: object|null, ...feeds: any[]) => Promise<Envelope<any[]>>} run
+ *   outputs in the flat form of wire.js
+ * @property {(type: string, dims: number[], data: any) => Promise<Envelope<number>>} uploadValue
+ * @property {(handle: number, release: boolean) => Promise<Envelope<ResultOf<typeof readGpuValue>>>} readValue
+ * @property {(buffer: any, type: string, dims: number[]) => Envelope<number>} valueFromGpuBuffer  synchronous
+ * @property {(handle: number) => Envelope<GPUBuffer>} valueGpuBuffer  synchronous
+ * @property {(handle: number, byFinalizer?: boolean) => void} disposeValue
+ * @property {() => Promise<Envelope<GPUDevice>>} webgpuDevice
+ * @property {(method: string, envelope: Envelope<any>) => void} discard
+ *   release what a call nobody waits for any more produced
+ * @property {(method: string, ...args: any[]) => BridgeJob} start
+ * @property {(wake: any, id: number, method: string, ...args: any[]) => BridgeJob} startThen
+ * @property {typeof meters} meters
+ * @property {() => Promise<Envelope<ReturnType<typeof meters>>>} settledMeters
+ * @property {() => Promise<Envelope<ResultOf<typeof runtimeInfo>>>} runtimeInfo
+ * @property {(key: string) => Promise<Envelope<any>>} getChoice  a JSON value or null
+ * @property {(key: string, value: any) => Promise<Envelope<void>>} putChoice
+ * @property {(handle: number) => Promise<Envelope<boolean>>} release
+ * @property {() => BridgeStats} stats
+ * @property {(url: string) => Promise<Envelope<Uint8Array>>} fetchBytes
+ */
+
+/**
+ * @typedef {object} BridgeStats
+ * @property {number} sessions  live sessions
+ * @property {number} queued    calls waiting in the page's queue
+ * @property {string[]} builds  ORT-web builds loaded
+ * @property {ReturnType<typeof valueStats>} values
+ * @property {number} pooledBytes  bytes of staging arrays kept for reuse
+ */
+
+/**
  * Build the bridge object.
  * @param {BridgeOptions} [options]
+ * @returns {OrtwebBridge}
  */
 export function createBridge(options = {}) {
   /**
@@ -68,6 +135,7 @@ export function createBridge(options = {}) {
     return job;
   };
   const wakeAfter = createWaker();
+  /** @type {OrtwebBridge} */
   const bridge = {
     version: BRIDGE_VERSION,
     /** @type {string[]|null} */
@@ -191,8 +259,6 @@ export function createBridge(options = {}) {
     getChoice: (key) => enveloped(() => getChoice(key)),
     /** @param {string} key @param {any} value */
     putChoice: (key, value) => enveloped(() => putChoice(key, value)),
-    /** @param {string} key */
-    deleteChoice: (key) => enveloped(() => deleteChoice(key)),
     /** @param {number} handle */
     release: (handle) => enveloped(() => releaseSession(handle)),
     stats: () => ({

@@ -134,7 +134,7 @@ export function createSession(bytes, providers, allOptions) {
         const opts = { ...options, executionProviders: [ep] };
         if (provider !== 'webgpu') delete opts.preferredOutputLocation;
         const logLevel = opts.logSeverityLevel ?? 2;
-        /** @type {Object<string, string[]>|null} */
+        /** @type {import('./placement.js').Placement|null} */
         let placement = null;
         if (provider === 'webgpu') {
           // ORT says which nodes it put on the CPU only in its verbose log.

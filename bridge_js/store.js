@@ -43,9 +43,3 @@ export async function putChoice(key, value) {
     headers: { 'Content-Type': 'application/json' },
   }));
 }
-
-/** @param {string} key */
-export async function deleteChoice(key) {
-  memory.delete(key);
-  if (persistent()) await (await caches.open(CACHE)).delete(PREFIX + encodeURIComponent(key));
-}
