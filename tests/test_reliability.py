@@ -2,13 +2,12 @@
 
 Every case of ``badinputs.CASES`` runs on each provider it applies to: the error
 class and message are checked, and the next good run on the same session must give
-the right answer (compared with native onnxruntime).
+the right answer (compared with native onnxruntime). The in-page code is Python that
+``@run_in_browser`` ships: this module's functions, and badinputs.py and pagecode.py,
+installed in the module's page.
 """
 
 from __future__ import annotations
-
-import base64
-import json
 
 import numpy as np
 import pytest
@@ -16,10 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import badinputs
+import ortweb
 from badinputs import CASES
+from ortweb import OrtValue
 from ortweb.host import samples
 from ortweb.host.native import run_native
-from pagecode import GPU_PRELUDE
+from ortweb.testing import run_in_browser
+from pagecode import aerror, install_in_page, webgpu_device
 
 pytestmark = pytest.mark.browser
 
@@ -45,8 +48,14 @@ GOOD = {
 
 
 @pytest.fixture(scope="module")
-def model_paths(put_file):
-    return {name: put_file(f"{name}.onnx", data) for name, data in MODELS.items()}
+def ortweb_module_page(ortweb_module_page):
+    return install_in_page(ortweb_module_page, badinputs.__file__)
+
+
+@pytest.fixture(scope="module")
+def model_paths(ortweb_module_page):
+    return {name: ortweb_module_page.put_file(f"{name}.onnx", data)
+            for name, data in MODELS.items()}
 
 
 def _params():
@@ -56,33 +65,32 @@ def _params():
             yield pytest.param(name, ep, id=f"{name}[{ep}]", marks=marks)
 
 
+@run_in_browser
+async def _run_case(ortweb_page, model_paths, name, ep, x, z, x2, good):
+    """``[class, message]`` of what case ``name`` raised (``["ok", ""]`` when nothing),
+    the next good run on the same session, and the session's provider."""
+    import asyncio
+
+    case = CASES[name]
+    sess = await ortweb.InferenceSession.create(model_paths[case.model], providers=[ep])
+    env = badinputs.Env(sess=sess, ep=ep, models=model_paths, x=x, z=z, x2=x2, good=good,
+                        device=await webgpu_device())
+    try:
+        await case.run(env)
+        r = ["ok", ""]
+    except (ortweb.OrtWebError, asyncio.CancelledError) as exc:
+        r = [type(exc).__name__, str(exc)]
+    after = await sess.run_async(None, good)
+    await sess.close_async()
+    return r, after, sess.provider
+
+
 @pytest.mark.parametrize(("name", "ep"), list(_params()))
-def test_bad_input_matrix(page, model_paths, name, ep):
+def test_bad_input_matrix(ortweb_page, model_paths, name, ep):
     case = CASES[name]
     good = GOOD[case.model]
-    body = "\n".join("    " + line for line in case.code.splitlines())
-    out = page.run_json(GPU_PRELUDE + f"""
-import asyncio
-from pyodide.code import run_js
-from pyodide.ffi import create_proxy
-EP = {ep!r}
-MODELS = {model_paths!r}
-MODEL_BYTES = {{k: open(v, "rb").read() for k, v in MODELS.items()}}
-X = np.array({X.tolist()!r}, np.float32); Z = np.array({Z.tolist()!r}, np.float32)
-X2 = np.array({X2.tolist()!r}, np.float32)
-GOOD = {{k: np.array(v, dtype=object if isinstance(v[0], str) else np.float32)
-        for k, v in {({k: v.tolist() for k, v in good.items()})!r}.items()}}
-sess = await ortweb.InferenceSession.create(MODELS[{case.model!r}], providers=[EP])
-try:
-{body}
-    r = ["ok", ""]
-except (ortweb.OrtWebError, asyncio.CancelledError) as exc:
-    r = [type(exc).__name__, str(exc)]
-after = await sess.run_async(None, GOOD)
-await sess.close_async()
-json.dumps([r, [a.tolist() for a in after], sess.provider])
-""")
-    (got_cls, message), after, provider = out
+    (got_cls, message), after, provider = _run_case(ortweb_page, model_paths, name, ep,
+                                                    X, Z, X2, good)
     assert got_cls == case.expect, (got_cls, message)
     for word in case.words:
         assert word in message, (word, message)
@@ -90,7 +98,7 @@ json.dumps([r, [a.tolist() for a in after], sess.provider])
     want = run_native(MODELS[case.model], good)
     for got, value in zip(after, want.values(), strict=True):
         if value.dtype == object:
-            assert got == value.tolist()
+            assert got.tolist() == value.tolist()
         else:
             np.testing.assert_allclose(got, value, rtol=1e-5, atol=1e-6)
 
@@ -115,76 +123,87 @@ def _reshape_model() -> bytes:
     return model.SerializeToString()
 
 
+@pytest.fixture(scope="module")
+def reshape_path(ortweb_module_page):
+    return ortweb_module_page.put_file("reshape.onnx", _reshape_model())
+
+
+@pytest.fixture(scope="module")
+def reshape_want() -> np.ndarray:
+    """Native onnxruntime's answer for arange(6) reshaped to [2, 3]."""
+    return run_native(_reshape_model(), {"x": np.arange(6, dtype=np.float32),
+                                         "shape": np.array([2, 3], np.int64)})["y"]
+
+
 @pytest.mark.webgpu
-def test_runtime_error_with_gpu_inputs_recreates_session(page, put_file):
+@run_in_browser
+async def test_runtime_error_with_gpu_inputs_recreates_session(ortweb_page, reshape_path,
+                                                               reshape_want):
     """ORT fails inside a run fed from the GPU (a shape that cannot be reshaped to,
     known only at run time): the session is re-created, the error says so, and the
     next run is right."""
-    path = put_file("reshape.onnx", _reshape_model())
-    x = np.arange(6, dtype=np.float32)
-    out = page.run_json(GPU_PRELUDE + f"""
-sess = await ortweb.InferenceSession.create({path!r}, providers=["webgpu"])
-x = await OrtValue.ortvalue_from_numpy_async(np.arange(6, dtype=np.float32), "webgpu")
-old = sess._handle
-r = await aerror(sess.run_async(None, {{"x": x, "shape": np.array([4, 4], np.int64)}}))
-good = await sess.run_async(None, {{"x": x, "shape": np.array([2, 3], np.int64)}})
-x.dispose()
-await sess.close_async()
-json.dumps([r, sess._handle != old, [g.tolist() for g in good], ortweb.live_handles()])
-""")
-    (cls, message), recreated, good, live = out
+    sess = await ortweb.InferenceSession.create(reshape_path, providers=["webgpu"])
+    x = await OrtValue.ortvalue_from_numpy_async(np.arange(6, dtype=np.float32), "webgpu")
+    old = sess._handle
+    cls, message = await aerror(sess.run_async(None, {"x": x,
+                                                      "shape": np.array([4, 4], np.int64)}))
+    good = await sess.run_async(None, {"x": x, "shape": np.array([2, 3], np.int64)})
+    x.dispose()
+    await sess.close_async()
+    recreated = sess._handle != old
+    live = ortweb.live_handles()
     assert cls != "no error", message
     assert "re-created" in message and "reshape" in message.lower(), message
     assert recreated is True
-    want = run_native(_reshape_model(), {"x": x, "shape": np.array([2, 3], np.int64)})["y"]
-    np.testing.assert_array_equal(good[0], want)
+    np.testing.assert_array_equal(good[0], reshape_want)
     assert live["gpu_tensors"] == 0
 
 
 @pytest.mark.webgpu
-def test_short_soak_is_flat(runtime):
+def test_short_soak_is_flat(ortweb_runtime):
     """A short version of `ortweb soak` (the full one is 10,000 runs, 1,000 cycles),
     in a fresh page, as the command runs it."""
     from ortweb.host.soak import run_soak
 
-    with runtime.new_page() as fresh:
-        result = run_soak(runtime, fresh, "webgpu", runs=200, cycles=20)
+    with ortweb_runtime.new_page() as fresh:
+        result = run_soak(ortweb_runtime, fresh, "webgpu", runs=200, cycles=20)
     print(result.table())
     assert result.problems() == []
     assert result.readings[-1]["sessions"] == result.readings[0]["sessions"]
 
 
+@run_in_browser
+async def _upstream_buffers(ortweb_page, model):
+    x = np.ones((2, 2), np.float32)
+
+    async def cycle():
+        s = await ortweb.InferenceSession.create(model, providers=["webgpu"])
+        await s.run_async(None, {"x": x})
+        await s.close_async()
+
+    keep = await ortweb.InferenceSession.create(model, providers=["webgpu"])
+    await cycle()
+    a = (await ortweb.memory_info_async())["gpu_buffers"]
+    for _ in range(5):
+        await cycle()
+    b = (await ortweb.memory_info_async())["gpu_buffers"]
+    handles = ortweb.live_handles()
+    await keep.close_async()
+    c = (await ortweb.memory_info_async())["gpu_buffers"]
+    assert b > a, "ORT-web no longer holds buffers per cycle: drop this test and its note"
+    assert c == 0
+    assert handles["sessions"] == 1 and handles["gpu_tensors"] == 0
+
+
 @pytest.mark.webgpu
-def test_upstream_buffers_held_while_another_webgpu_session_lives(runtime):
+def test_upstream_buffers_held_while_another_webgpu_session_lives(other_page):
     """Pins an onnxruntime-web 1.30 (native WebGPU build) behaviour: while another
     WebGPU session is open, each session created and closed leaves a few small GPU
     buffers in ORT's WebGPU context; they go when the last session closes. ortweb's
     own handles stay flat throughout."""
-    with runtime.new_page() as fresh, runtime.shared_folder() as (folder, prefix):
-        (folder / "two.onnx").write_bytes(samples.two_outputs_model())
-        fresh.write_file(prefix + "two.onnx", "two.onnx")
-        out = fresh.run_json("""
-import json, numpy as np, ortweb
-x = np.ones((2, 2), np.float32)
-async def cycle():
-    s = await ortweb.InferenceSession.create("two.onnx", providers=["webgpu"])
-    await s.run_async(None, {"x": x})
-    await s.close_async()
-keep = await ortweb.InferenceSession.create("two.onnx", providers=["webgpu"])
-await cycle()
-a = (await ortweb.memory_info_async())["gpu_buffers"]
-for _ in range(5):
-    await cycle()
-b = (await ortweb.memory_info_async())["gpu_buffers"]
-handles = ortweb.live_handles()
-await keep.close_async()
-c = (await ortweb.memory_info_async())["gpu_buffers"]
-json.dumps([a, b, c, handles])
-""")
-    a, b, c, handles = out
-    assert b > a, "ORT-web no longer holds buffers per cycle: drop this test and its note"
-    assert c == 0
-    assert handles["sessions"] == 1 and handles["gpu_tensors"] == 0
+    # A page of its own: ORT's WebGPU context must hold no session but these.
+    with other_page() as p:
+        _upstream_buffers(p, p.put_file("two.onnx", samples.two_outputs_model()))
 
 
 # -- conversion properties, against native onnxruntime's Identity ------------------------
@@ -198,16 +217,30 @@ PROPERTY_TYPES = {
 
 
 @pytest.fixture(scope="module")
-def identity_sessions(page, put_file):
-    """One identity model per dtype with a fully symbolic rank-3 input, opened once."""
-    paths = {t: put_file(f"id_{i}.onnx", samples.identity_model(t, ["a", "b", "c"]))
-             for i, t in enumerate(PROPERTY_TYPES)}
-    page.run_python(f"""
-import numpy as np, ortweb, base64
-IDS = {{t: await ortweb.InferenceSession.create(p, providers=["wasm"])
-        for t, p in {paths!r}.items()}}
-""")
-    return paths
+def identity_paths(ortweb_module_page):
+    """One identity model per dtype with a fully symbolic rank-3 input."""
+    return {t: ortweb_module_page.put_file(f"id_{i}.onnx",
+                                           samples.identity_model(t, ["a", "b", "c"]))
+            for i, t in enumerate(PROPERTY_TYPES)}
+
+
+@run_in_browser
+async def _identity_in_page(ortweb_page, path, base, order):
+    """The identity model (wasm) run on ``base[::2, ::2, ::2]`` laid out in memory as
+    ``order`` says; the layout is made in the page, so that the bridge sees it."""
+    a = base[::2, ::2, ::2]
+    if order == "F":
+        a = np.asfortranarray(a)
+    elif order == "C":
+        a = np.ascontiguousarray(a)
+    elif order == "transposed":
+        a = np.ascontiguousarray(a).transpose(2, 0, 1).copy().transpose(1, 2, 0)
+    elif order == "reversed":
+        a = a[::-1, :, ::-1]
+    sess = await ortweb.InferenceSession.create(path, providers=["wasm"])
+    (y,) = await sess.run_async(None, {"x": a})
+    await sess.close_async()
+    return y
 
 
 _ORDERS = st.sampled_from(["C", "F", "transposed", "strided", "reversed"])
@@ -216,65 +249,48 @@ _ORDERS = st.sampled_from(["C", "F", "transposed", "strided", "reversed"])
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), type_str=st.sampled_from(list(PROPERTY_TYPES)), order=_ORDERS)
-def test_conversion_roundtrip_matches_native_identity(page, identity_sessions, data, type_str,
-                                                      order):
+def test_conversion_roundtrip_matches_native_identity(ortweb_page, identity_paths, data,
+                                                      type_str, order):
     dtype = np.dtype(PROPERTY_TYPES[type_str])
     shape = data.draw(hnp.array_shapes(min_dims=3, max_dims=3, min_side=0, max_side=6))
     base = data.draw(hnp.arrays(dtype, tuple(s * 2 for s in shape)))
-    # The memory order is built inside the page, so the bridge sees the real layout.
-    out = page.run_json(f"""
-import json
-raw = np.frombuffer(base64.b64decode({base64.b64encode(base.tobytes()).decode()!r}),
-                    dtype={dtype.str!r}).reshape({base.shape!r})
-order = {order!r}
-a = raw[::2, ::2, ::2]
-if order == "F":
-    a = np.asfortranarray(a)
-elif order == "C":
-    a = np.ascontiguousarray(a)
-elif order == "transposed":
-    a = np.ascontiguousarray(a).transpose(2, 0, 1).copy().transpose(1, 2, 0)
-elif order == "reversed":
-    a = a[::-1, :, ::-1]
-(y,) = await IDS[{type_str!r}].run_async(None, {{"x": a}})
-json.dumps([y.dtype.str, list(y.shape), base64.b64encode(y.tobytes()).decode(),
-            a.flags.c_contiguous])
-""")
-    got_dtype, got_shape, got_b64, _ = out
+    got = _identity_in_page(ortweb_page, identity_paths[type_str], base, order)
     x = base[::2, ::2, ::2]
     if order == "reversed":
         x = x[::-1, :, ::-1]
     native = run_native(samples.identity_model(type_str, ["a", "b", "c"]), {"x": x})["y"]
-    got = np.frombuffer(base64.b64decode(got_b64), dtype=got_dtype).reshape(got_shape)
     assert got.dtype == native.dtype and got.shape == native.shape
     assert got.tobytes() == np.ascontiguousarray(native).tobytes()
 
 
-def test_large_tensor_roundtrip(page, identity_sessions):
+@run_in_browser
+async def test_large_tensor_roundtrip(ortweb_page, identity_paths):
     """16 MiB each way, compared by checksum with the array built in the page."""
-    out = page.run_json("""
-import json, hashlib
-a = np.arange(4 * 1024 * 1024, dtype=np.float32).reshape(64, 256, 256)
-(y,) = await IDS["tensor(float)"].run_async(None, {"x": a})
-json.dumps([hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(y.tobytes()).hexdigest()])
-""")
-    assert out[0] == out[1]
-    assert json.dumps(out)
+    import hashlib
+
+    a = np.arange(4 * 1024 * 1024, dtype=np.float32).reshape(64, 256, 256)
+    sess = await ortweb.InferenceSession.create(identity_paths["tensor(float)"],
+                                                providers=["wasm"])
+    (y,) = await sess.run_async(None, {"x": a})
+    await sess.close_async()
+    assert hashlib.sha256(a.tobytes()).hexdigest() == hashlib.sha256(y.tobytes()).hexdigest()
 
 
-def test_staging_arrays_are_reused_without_mixing_runs(page, identity_sessions):
+@run_in_browser
+async def test_staging_arrays_are_reused_without_mixing_runs(ortweb_page, identity_paths):
     """Feeds of the same size reuse staging arrays (the fast path for transfers); two
     queued runs must still each see their own data."""
-    out = page.run_json("""
-import asyncio, json
-a = np.full((8, 64, 64), 1.0, np.float32)
-b = np.full((8, 64, 64), 2.0, np.float32)
-ya, yb = await asyncio.gather(IDS["tensor(float)"].run_async(None, {"x": a}),
-                              IDS["tensor(float)"].run_async(None, {"x": b}))
-pooled_after = int(ortweb._bridge.get_bridge().stats().pooledBytes)
-(yc,) = await IDS["tensor(float)"].run_async(None, {"x": a * 3})
-json.dumps([float(ya[0].min()), float(ya[0].max()), float(yb[0].min()), float(yb[0].max()),
-            float(yc.min()), float(yc.max()), pooled_after])
-""")
-    assert out[:6] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
-    assert out[6] >= 8 * 64 * 64 * 4
+    import asyncio
+
+    sess = await ortweb.InferenceSession.create(identity_paths["tensor(float)"],
+                                                providers=["wasm"])
+    a = np.full((8, 64, 64), 1.0, np.float32)
+    b = np.full((8, 64, 64), 2.0, np.float32)
+    ya, yb = await asyncio.gather(sess.run_async(None, {"x": a}),
+                                  sess.run_async(None, {"x": b}))
+    pooled_after = int(ortweb._bridge.get_bridge().stats().pooledBytes)
+    (yc,) = await sess.run_async(None, {"x": a * 3})
+    await sess.close_async()
+    assert [float(ya[0].min()), float(ya[0].max()), float(yb[0].min()), float(yb[0].max()),
+            float(yc.min()), float(yc.max())] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+    assert pooled_after >= 8 * 64 * 64 * 4
