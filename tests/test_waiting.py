@@ -234,3 +234,37 @@ async def test_fast_event_loop_can_be_turned_off(ortweb_page):
             js.globalThis.ortwebConfig = config
         else:
             js.Reflect.deleteProperty(js.globalThis, "ortwebConfig")
+
+
+@run_in_browser
+async def test_another_pyodide_waits_through_the_public_api(ortweb_page, models):
+    import asyncio
+    import warnings
+
+    import ortweb
+    from ortweb._bridge import _waiting
+
+    saved = (_waiting._fast, _waiting.FALLBACK_REASON, _waiting._event_loop,
+             _waiting._wake_in_microtask)
+    try:
+        # What the one version check decides at import on a Pyodide other than 0.27.x.
+        _waiting._fast = False
+        _waiting.FALLBACK_REASON = _waiting.unsupported_reason("0.28.0")
+        _waiting._event_loop = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sess = await ortweb.InferenceSession.create(models["two"], providers=["wasm"])
+        assert [str(w.message) for w in caught if "Pyodide 0.28.0" in str(w.message)], caught
+        assert _waiting.bridge_wakeup() == "event-loop"
+        x = np.arange(4, dtype=np.float32).reshape(2, 2)
+        background = asyncio.ensure_future(sess.run_async(["double"], {"x": x + 1}))
+        (y,) = await sess.run_async(["double"], {"x": x})
+        (z,) = sess.run(["double"], {"x": y})  # block_on hands the coroutine to run_sync
+        (b,) = await background
+        assert y.tolist() == (x * 2).tolist() and z.tolist() == (x * 4).tolist()
+        assert b.tolist() == ((x + 1) * 2).tolist()
+        assert _waiting._driving is False
+        await sess.close_async()
+    finally:
+        (_waiting._fast, _waiting.FALLBACK_REASON, _waiting._event_loop,
+         _waiting._wake_in_microtask) = saved
