@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -12,10 +18,15 @@ from ortweb import _dtypes
 from ortweb._dtypes import DTYPES, by_numpy, by_onnx, by_ort
 
 IDS = [d.ort for d in DTYPES]
+NUMERIC = [d for d in DTYPES if not d.is_string]
 
-# Bytes per element of each JavaScript typed array, and the numpy kind whose
-# bytes it reads; the bridge copies raw bytes, so both must match the wire dtype.
-TYPED_ARRAYS = {
+ROOT = Path(__file__).resolve().parents[1]
+TENSORS_JS = ROOT / "bridge_js" / "tensors.js"
+
+# JavaScript's own typed arrays (the language's, not ortweb's table): bytes per
+# element and the numpy kind whose bytes each reads. The bridge copies raw bytes,
+# so both must match the wire dtype.
+JS_TYPED_ARRAYS = {
     "Float32Array": (4, "f"),
     "Float64Array": (8, "f"),
     "Int8Array": (1, "i"),
@@ -27,6 +38,19 @@ TYPED_ARRAYS = {
     "Uint32Array": (4, "u"),
     "BigUint64Array": (8, "u"),
 }
+
+
+def _tensors_js_table() -> dict[str, str]:
+    """``TYPED_ARRAYS`` as bridge_js/tensors.js writes it: ORT-web type → typed array."""
+    found = re.search(r"^const TYPED_ARRAYS = \{\n(.*?)^\};", TENSORS_JS.read_text(),
+                      re.M | re.S)
+    assert found, f"no `const TYPED_ARRAYS = {{...}};` in {TENSORS_JS}"
+    lines = [line.strip() for line in found.group(1).splitlines()]
+    lines = [line for line in lines if line and not line.startswith("//")]
+    entries = [re.fullmatch(r"(\w+): (\w+),?", line) for line in lines]
+    # A line the pattern does not read would escape the comparison: fail on it.
+    assert all(entries), [line for line, e in zip(lines, entries, strict=True) if not e]
+    return {e.group(1): e.group(2) for e in entries if e}
 
 
 def _inner(onnx_name: str) -> str:
@@ -76,7 +100,7 @@ def test_onnx_name_is_what_onnxruntime_reports(d: _dtypes.DType) -> None:
 @pytest.mark.parametrize("d", DTYPES, ids=IDS)
 def test_wire_dtype(d: _dtypes.DType) -> None:
     if d.is_string:
-        assert d.wire is None and d.typed_array is None
+        assert d.wire is None
         assert d.itemsize == 0
         assert d.numpy == np.dtype(object)
         assert d.gpu is False
@@ -87,8 +111,56 @@ def test_wire_dtype(d: _dtypes.DType) -> None:
     assert d.wire.kind in "iuf"
     # ORT-web spells every numeric type as numpy names it.
     assert d.ort == d.numpy.name
-    size, kind = TYPED_ARRAYS[d.typed_array or ""]
+
+
+def test_tensors_js_has_a_typed_array_for_every_wire_type() -> None:
+    assert sorted(_tensors_js_table()) == sorted(d.ort for d in NUMERIC)
+
+
+@pytest.mark.parametrize("d", NUMERIC, ids=[d.ort for d in NUMERIC])
+def test_tensors_js_typed_array_holds_the_wire_dtype(d: _dtypes.DType) -> None:
+    assert d.wire is not None
+    size, kind = JS_TYPED_ARRAYS[_tensors_js_table()[d.ort]]
     assert (d.wire.itemsize, d.wire.kind) == (size, kind)
+
+
+def _wire_sample(d: _dtypes.DType) -> np.ndarray:
+    assert d.wire is not None
+    if d.wire.kind == "f":
+        return np.array([1.5, -2.0, 0.1, 0.0], d.wire)
+    info = np.iinfo(d.wire)
+    return np.array([info.min, info.min + 1, 0, 1, info.max - 1, info.max], d.wire)
+
+
+def test_tensors_js_reads_the_wire_bytes_as_numpy_does() -> None:
+    # Not the source text but the module itself, in node: what allocate() returns
+    # and how viewAs() reads the bytes Python sends for each type.
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (the two tests above read tensors.js as text)")
+    samples = {d.ort: _wire_sample(d) for d in NUMERIC}
+    script = """
+import fs from 'node:fs';
+const m = await import(process.argv[1]);
+const out = {};
+for (const [type, bytes] of Object.entries(JSON.parse(fs.readFileSync(0, 'utf8')))) {
+  const a = m.allocate(type, 3);
+  out[type] = [a.constructor.name, a.BYTES_PER_ELEMENT, a.length,
+               Array.from(m.viewAs(type, Uint8Array.from(bytes)), String)];
+}
+console.log(JSON.stringify(out));
+"""
+    payload = json.dumps({t: list(a.tobytes()) for t, a in samples.items()})
+    done = subprocess.run([node, "--input-type=module", "-e", script, TENSORS_JS.as_uri()],
+                          input=payload, capture_output=True, text=True, check=True)
+    got = json.loads(done.stdout)
+    assert sorted(got) == sorted(samples)
+    for d in NUMERIC:
+        ctor, per_element, length, values = got[d.ort]
+        assert ctor == _tensors_js_table()[d.ort], d.ort
+        assert (per_element, length) == (d.itemsize, 3), d.ort
+        parse = float if d.wire is not None and d.wire.kind == "f" else int
+        assert [parse(v) for v in values] == samples[d.ort].tolist(), d.ort
 
 
 def test_wire_types_that_differ_from_numpy() -> None:

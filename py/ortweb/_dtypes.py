@@ -3,7 +3,9 @@
 ORT-web names a type ``'float32'``; onnxruntime's Python API says ``'tensor(float)'``;
 numpy says ``float32``. Two types need a different *wire* type between Python and
 JavaScript: float16 travels as uint16 bits (Pyodide 0.27.7 cannot read a
-``Float16Array``) and bool as uint8.
+``Float16Array``) and bool as uint8. The typed array JavaScript reads each wire
+type into is ``TYPED_ARRAYS`` in ``bridge_js/tensors.js`` (tests/test_dtypes.py
+holds the two tables to each other).
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ class DType:
         The numpy dtype users feed and get back (``object`` for strings).
     wire : numpy.dtype or None
         The dtype whose bytes travel to JavaScript (None for strings).
-    typed_array : str or None
-        The JavaScript typed array the bridge allocates for the wire bytes.
     elem_type : int
         ONNX ``TensorProto.DataType`` value.
     gpu : bool
@@ -43,7 +43,6 @@ class DType:
     ort: str
     numpy: np.dtype
     wire: np.dtype | None
-    typed_array: str | None
     elem_type: int
     gpu: bool = True
 
@@ -57,25 +56,24 @@ class DType:
         return self.wire is None
 
 
-def _d(onnx: str, ort: str, npt: Any, wire: Any, ta: str | None, elem: int,
-       gpu: bool = True) -> DType:
-    return DType(onnx, ort, np.dtype(npt), None if wire is None else np.dtype(wire), ta, elem, gpu)
+def _d(onnx: str, ort: str, npt: Any, wire: Any, elem: int, gpu: bool = True) -> DType:
+    return DType(onnx, ort, np.dtype(npt), None if wire is None else np.dtype(wire), elem, gpu)
 
 
 DTYPES: tuple[DType, ...] = (
-    _d("tensor(float)", "float32", np.float32, np.float32, "Float32Array", 1),
-    _d("tensor(uint8)", "uint8", np.uint8, np.uint8, "Uint8Array", 2),
-    _d("tensor(int8)", "int8", np.int8, np.int8, "Int8Array", 3, gpu=False),
-    _d("tensor(uint16)", "uint16", np.uint16, np.uint16, "Uint16Array", 4, gpu=False),
-    _d("tensor(int16)", "int16", np.int16, np.int16, "Int16Array", 5, gpu=False),
-    _d("tensor(int32)", "int32", np.int32, np.int32, "Int32Array", 6),
-    _d("tensor(int64)", "int64", np.int64, np.int64, "BigInt64Array", 7),
-    _d("tensor(string)", "string", object, None, None, 8, gpu=False),
-    _d("tensor(bool)", "bool", np.bool_, np.uint8, "Uint8Array", 9),
-    _d("tensor(float16)", "float16", np.float16, np.uint16, "Uint16Array", 10),
-    _d("tensor(double)", "float64", np.float64, np.float64, "Float64Array", 11, gpu=False),
-    _d("tensor(uint32)", "uint32", np.uint32, np.uint32, "Uint32Array", 12),
-    _d("tensor(uint64)", "uint64", np.uint64, np.uint64, "BigUint64Array", 13, gpu=False),
+    _d("tensor(float)", "float32", np.float32, np.float32, 1),
+    _d("tensor(uint8)", "uint8", np.uint8, np.uint8, 2),
+    _d("tensor(int8)", "int8", np.int8, np.int8, 3, gpu=False),
+    _d("tensor(uint16)", "uint16", np.uint16, np.uint16, 4, gpu=False),
+    _d("tensor(int16)", "int16", np.int16, np.int16, 5, gpu=False),
+    _d("tensor(int32)", "int32", np.int32, np.int32, 6),
+    _d("tensor(int64)", "int64", np.int64, np.int64, 7),
+    _d("tensor(string)", "string", object, None, 8, gpu=False),
+    _d("tensor(bool)", "bool", np.bool_, np.uint8, 9),
+    _d("tensor(float16)", "float16", np.float16, np.uint16, 10),
+    _d("tensor(double)", "float64", np.float64, np.float64, 11, gpu=False),
+    _d("tensor(uint32)", "uint32", np.uint32, np.uint32, 12),
+    _d("tensor(uint64)", "uint64", np.uint64, np.uint64, 13, gpu=False),
 )
 
 _BY_ONNX = {d.onnx: d for d in DTYPES}

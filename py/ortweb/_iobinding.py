@@ -4,35 +4,64 @@ Every binding is checked when it is made (names, element type, rank, fixed dims,
 buffer size) and again before the run (device, destroyed buffers), so a bad
 binding raises ``InvalidArgument`` instead of reaching ORT-web, where it would
 return garbage or break the session.
+
+The binding talks to its session only through :class:`BindingSession`, the few
+public methods ``InferenceSession`` offers for it, and :func:`run_with_iobinding`
+runs it; neither reads the other's state.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from . import _bridge
+from ._devices import device
 from ._metadata import NodeArg, format_shape
 from ._ortvalue import OrtValue, resolve_element_type
 from ._validate import check_value
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from ._session import InferenceSession
+    from ._options import RunOptions
 
-__all__ = ["IOBinding"]
+__all__ = ["BindingSession", "Fetches", "IOBinding", "run_with_iobinding"]
 
-_CPU = ("cpu",)
-_GPU = ("webgpu", "gpu", "gpu-buffer")
+#: The outputs a run computes: each name with the bridge handle of the GPU value ORT
+#: writes into, or None to let ORT allocate it.
+Fetches = Sequence[tuple[str, int | None]]
+
+
+class BindingSession(Protocol):
+    """What an :class:`IOBinding` needs from its session (``InferenceSession`` offers it).
+
+    Methods
+    -------
+    get_inputs(), get_outputs()
+        The model's inputs and outputs, to check each binding when it is made.
+    output_location(name)
+        ``'gpu-buffer'`` when a run leaves output ``name`` on the GPU unasked
+        (``preferred_output_location``), else ``'cpu'``.
+    execute_async(input_feed, fetches, run_options)
+        Check and run the feeds once; one numpy array or ``_bridge.GpuOutput`` per
+        fetch, in order.
+    """
+
+    def get_inputs(self) -> list[NodeArg]: ...
+
+    def get_outputs(self) -> list[NodeArg]: ...
+
+    def output_location(self, name: str) -> str: ...
+
+    async def execute_async(
+        self, input_feed: Any, fetches: Fetches, run_options: RunOptions | None = None
+    ) -> list[np.ndarray | _bridge.GpuOutput]: ...
 
 
 def _is_gpu(device_type: Any) -> bool:
-    name = str(device_type).lower()
-    if name in _GPU:
-        return True
-    if name in _CPU:
-        return False
-    raise InvalidArgument(f"device_type: expected 'cpu' or 'webgpu', got {device_type!r}")
+    return device(device_type) == "webgpu"
 
 
 class IOBinding:
@@ -42,7 +71,7 @@ class IOBinding:
     into anything you can read; bind each output you want.
     """
 
-    def __init__(self, session: InferenceSession):
+    def __init__(self, session: BindingSession):
         self._session = session
         self._inputs: dict[str, np.ndarray | OrtValue] = {}
         self._outputs: dict[str, OrtValue | str] = {}  # value, or 'cpu' / 'webgpu'
@@ -186,3 +215,60 @@ class IOBinding:
 
     def synchronize_outputs(self) -> None:
         """Nothing to do: the run resolves after the outputs are written."""
+
+
+async def run_with_iobinding(
+    session: BindingSession, binding: IOBinding, run_options: RunOptions | None = None
+) -> None:
+    """Run ``session`` with the inputs and outputs bound in ``binding``; its
+    :meth:`IOBinding.get_outputs` then returns them, in the order they were bound.
+
+    Raises
+    ------
+    InvalidArgument
+        When ``binding`` is not one of ``session``'s, binds no output, or binds a
+        disposed value or one the run's outputs do not fit.
+    """
+    if not isinstance(binding, IOBinding) or binding._session is not session:
+        raise InvalidArgument("run_with_iobinding: expected an IOBinding of this session")
+    bound = dict(binding._outputs)
+    if not bound:
+        raise InvalidArgument("run_with_iobinding: no output is bound; use bind_output()")
+    fetches: list[tuple[str, int | None]] = []
+    for name, target in bound.items():
+        if isinstance(target, OrtValue):
+            if target.is_disposed:
+                raise InvalidArgument(f"output {name!r}: the OrtValue bound was disposed")
+            # A pre-allocated CPU output comes back all zeros from ORT-web
+            # (upstream bug): let ORT allocate and copy into it afterwards.
+            fetches.append((name, target.handle))
+        else:
+            fetches.append((name, None))
+    outputs = await session.execute_async(binding._inputs, fetches, run_options)
+    results: list[OrtValue] = []
+    for (name, target), out in zip(bound.items(), outputs, strict=True):
+        if isinstance(target, OrtValue):
+            if target.handle is None:
+                _copy_into(name, target, out)
+            results.append(target)
+        elif isinstance(out, _bridge.GpuOutput):
+            if target == "cpu":
+                out = await _bridge.read_value(out.handle, True)
+                results.append(OrtValue.ortvalue_from_numpy(out))
+            else:
+                results.append(OrtValue._from_output(out))
+        else:
+            results.append(OrtValue.ortvalue_from_numpy(out))
+    binding._results = results
+
+
+def _copy_into(name: str, target: OrtValue, out: np.ndarray | _bridge.GpuOutput) -> None:
+    array = target.numpy()
+    if isinstance(out, _bridge.GpuOutput):
+        raise InvalidArgument(f"output {name!r}: bound on the CPU but left on the GPU")
+    if array.shape != out.shape:
+        raise InvalidArgument(
+            f"output {name!r}: the run produced shape {list(out.shape)}, the OrtValue "
+            f"bound has {list(array.shape)}"
+        )
+    np.copyto(array, out)

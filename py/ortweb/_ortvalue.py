@@ -24,21 +24,12 @@ import numpy as np
 
 from . import _bridge, _dtypes
 from ._convert import to_wire
+from ._devices import device
 from .errors import InvalidArgument
 
 __all__ = ["OrtValue", "live_cpu_values", "resolve_element_type"]
 
 _CPU_VALUES: weakref.WeakSet[OrtValue] = weakref.WeakSet()
-
-_DEVICES = {"cpu": "cpu", "webgpu": "webgpu", "gpu": "webgpu", "gpu-buffer": "webgpu"}
-
-
-def _device(device_type: Any) -> str:
-    found = _DEVICES.get(str(device_type).lower()) if isinstance(device_type, str) else None
-    if found is None:
-        raise InvalidArgument(f"device_type: expected 'cpu' or 'webgpu', got {device_type!r}")
-    return found
-
 
 def resolve_element_type(element_type: Any) -> _dtypes.DType:
     """numpy dtype, ``'tensor(float)'`` or ``'float32'`` → DType."""
@@ -129,7 +120,7 @@ class OrtValue:
     ) -> OrtValue:
         """Async :meth:`ortvalue_from_numpy` (the upload to WebGPU is asynchronous)."""
         value = cls._on_cpu(array)
-        if _device(device_type) == "cpu":
+        if device(device_type) == "cpu":
             return value
         # The CPU value only served to check the array; it holds nothing to release.
         dtype, data = value._dtype, value._array
@@ -152,7 +143,7 @@ class OrtValue:
         ``device_type='webgpu'`` uploads to the device ORT's WebGPU sessions use
         (blocks through JSPI; in async code use :meth:`ortvalue_from_numpy_async`).
         """
-        if _device(device_type) == "cpu":
+        if device(device_type) == "cpu":
             return cls._on_cpu(array)
         return _bridge.block_on(cls.ortvalue_from_numpy_async(array, device_type, device_id))
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ProviderAttempt", "ProviderReport"]
+if TYPE_CHECKING:
+    from ._policy import Plan
+
+__all__ = ["ProviderAttempt", "ProviderReport", "make_report"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +93,49 @@ class ProviderReport:
             else:
                 lines.append(f"  all {on_gpu} node(s) on WebGPU")
         return "\n".join(lines)
+
+
+def make_report(
+    plan: Plan, info: dict[str, Any], timings: dict[str, dict[str, float]], how: str | None
+) -> ProviderReport:
+    """Assemble the report from the plan and what the bridge did, in the plan's order.
+
+    Parameters
+    ----------
+    plan : Plan
+        The providers the session was to try, and those the policy ruled out.
+    info : dict
+        The bridge's answer to ``create_session``: ``provider``, ``build``,
+        ``skipped`` (each with ``provider``, ``kind``, ``reason``) and ``placement``.
+    timings : dict
+        ``"auto"``'s measurements (empty otherwise).
+    how : str or None
+        ``'measured'`` or ``'remembered'`` for ``"auto"``.
+    """
+    tried = {str(s["provider"]): s for s in info.get("skipped", [])}
+    used = str(info["provider"])
+    attempts = []
+    seen = []
+    for provider in [*plan.candidates, *plan.excluded, *tried]:
+        if provider in seen:
+            continue
+        seen.append(provider)
+        if provider == used:
+            attempts.append(ProviderAttempt(provider, "used"))
+        elif provider in tried:
+            entry = tried[provider]
+            attempts.append(ProviderAttempt(provider, str(entry.get("kind", "skipped")),
+                                            str(entry["reason"])))
+        elif provider in plan.excluded:
+            reason = plan.excluded[provider]
+            status = "disallowed" if reason.startswith("disallowed") else "not tried"
+            attempts.append(ProviderAttempt(provider, status, reason))
+        else:
+            attempts.append(ProviderAttempt(provider, "not needed", f"{used!r} came first"))
+    placement = info.get("placement") or {}
+    nodes = placement.get("nodes") or {}
+    cpu = list(nodes.get("CPUExecutionProvider", []))
+    gpu = [n for ep, listed in nodes.items() if ep != "CPUExecutionProvider" for n in listed]
+    counts = {str(ep): int(n) for ep, n in (placement.get("counts") or {}).items()}
+    return ProviderReport(used, str(info["build"]), plan.description, attempts, cpu, gpu,
+                          counts, timings, how)

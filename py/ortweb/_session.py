@@ -2,150 +2,38 @@
 
 One async implementation (``create``, ``run_async``, ``close_async``); the
 synchronous methods are the same coroutines driven by :func:`_bridge.block_on`.
+The jobs around it have their own modules: :mod:`._model` (reading, describing),
+:mod:`._create` (creating in the runtime), :mod:`._runio` (a run's values),
+:mod:`._iobinding` (runs through :class:`._iobinding.BindingSession`).
 """
 
 from __future__ import annotations
 
-import os
 import weakref
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 
-from . import _bridge, _dtypes
-from ._auto import choose_provider
-from ._convert import to_wire
-from ._iobinding import IOBinding
-from ._metadata import (
-    ModelMetadata,
-    NodeArg,
-    model_metadata,
-    node_args_from_bridge,
-    node_args_from_model,
-)
-from ._onnxproto import parse_model
+from . import _bridge
+from ._create import create_from_plan, ort_session_options
+from ._devices import Locations, normalize_locations
+from ._iobinding import Fetches, IOBinding, run_with_iobinding
+from ._metadata import ModelMetadata, NodeArg
+from ._model import ModelSource, describe_model, load_model_bytes
 from ._options import RunOptions, SessionOptions
-from ._ortvalue import OrtValue
-from ._policy import Plan, ProviderPolicy, plan_providers
+from ._policy import ProviderPolicy, plan_providers
 from ._providers import provider_options as ep_options
-from ._report import ProviderAttempt, ProviderReport
-from ._validate import FeedMemo, check_feeds, check_output_names
-from .errors import (
-    InvalidArgument,
-    InvalidGraph,
-    NoSuchFile,
-    OrtWebError,
-    ProviderUnavailable,
-    SessionClosed,
-)
+from ._report import ProviderReport, make_report
+from ._runio import bridge_feeds, deliver_outputs
+from ._validate import FeedMemo, check_output_names
+from .errors import InvalidArgument, InvalidGraph, OrtWebError, SessionClosed
 
-__all__ = ["InferenceSession", "load_model_bytes"]
-
-ModelSource = str | bytes | bytearray | memoryview | os.PathLike[str]
-
-_URL_SCHEMES = {"http", "https", "blob", "data"}
+__all__ = ["InferenceSession"]
 
 #: Errors the bridge raises from its own checks, before ORT runs: they cannot
 #: have left ORT in a bad state, so they never trigger a session re-creation.
 _OWN_CHECKS = {"InvalidArgument", "SessionClosed", "ProviderUnavailable"}
-
-_LOCATIONS = {"cpu": "cpu", "gpu-buffer": "gpu-buffer", "webgpu": "gpu-buffer", "gpu": "gpu-buffer"}
-
-Location = str | dict[str, str] | None
-
-
-def _location(name: str, value: Any) -> str:
-    found = _LOCATIONS.get(value) if isinstance(value, str) else None
-    if found is None:
-        raise InvalidArgument(
-            f"preferred_output_location{name}: expected 'cpu' or 'gpu-buffer', got {value!r}"
-        )
-    return found
-
-
-def _normalize_locations(value: Location) -> str | dict[str, str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return _location("", value)
-    if isinstance(value, dict):
-        return {str(k): _location(f"[{k!r}]", v) for k, v in value.items()}
-    raise InvalidArgument(
-        "preferred_output_location: expected 'cpu', 'gpu-buffer' or a dict of output names "
-        f"to those, got {type(value).__name__}"
-    )
-
-
-async def load_model_bytes(source: ModelSource) -> bytes:
-    """Read a model from bytes, a path in Pyodide's file system, or a URL."""
-    if isinstance(source, bytes | bytearray | memoryview):
-        data = bytes(source)
-        if not data:
-            raise InvalidArgument("path_or_bytes: the model bytes are empty")
-        return data
-    if isinstance(source, os.PathLike):
-        source = os.fspath(source)
-    if not isinstance(source, str):
-        raise InvalidArgument(
-            "path_or_bytes: expected a file path, a URL or the model's bytes, "
-            f"got {type(source).__name__}"
-        )
-    if urlparse(source).scheme in _URL_SCHEMES:
-        return await _bridge.fetch_bytes(source)
-    try:
-        with open(source, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise NoSuchFile(
-            f"model file {source!r} not found (working directory {os.getcwd()!r}); "
-            "pass a path in Pyodide's file system, an http(s) URL or the model's bytes"
-        ) from None
-    except IsADirectoryError:
-        raise NoSuchFile(f"model path {source!r} is a directory, not an .onnx file") from None
-
-
-def _onnx_type(ort_type: Any) -> str:
-    if ort_type is None:
-        return "unknown"
-    try:
-        return _dtypes.by_ort(str(ort_type)).onnx
-    except KeyError:
-        return f"unknown({ort_type})"
-
-
-def _make_report(
-    plan: Plan, info: dict[str, Any], timings: dict[str, dict[str, float]], how: str | None
-) -> ProviderReport:
-    """Assemble the report from the plan and what the bridge did, in the plan's order."""
-    tried = {str(s["provider"]): s for s in info.get("skipped", [])}
-    used = str(info["provider"])
-    attempts = []
-    seen = []
-    for provider in [*plan.candidates, *plan.excluded, *tried]:
-        if provider in seen:
-            continue
-        seen.append(provider)
-        if provider == used:
-            attempts.append(ProviderAttempt(provider, "used"))
-        elif provider in tried:
-            entry = tried[provider]
-            attempts.append(ProviderAttempt(provider, str(entry.get("kind", "skipped")),
-                                            str(entry["reason"])))
-        elif provider in plan.excluded:
-            reason = plan.excluded[provider]
-            status = "disallowed" if reason.startswith("disallowed") else "not tried"
-            attempts.append(ProviderAttempt(provider, status, reason))
-        else:
-            attempts.append(ProviderAttempt(provider, "not needed", f"{used!r} came first"))
-    placement = info.get("placement") or {}
-    nodes = placement.get("nodes") or {}
-    cpu = list(nodes.get("CPUExecutionProvider", []))
-    gpu = [n for ep, listed in nodes.items() if ep != "CPUExecutionProvider" for n in listed]
-    counts = {str(ep): int(n) for ep, n in (placement.get("counts") or {}).items()}
-    return ProviderReport(used, str(info["build"]), plan.description, attempts, cpu, gpu,
-                          counts, timings, how)
 
 
 class InferenceSession:
@@ -182,7 +70,7 @@ class InferenceSession:
         providers: Sequence[Any] | str | ProviderPolicy | None = None,
         provider_options: Any = None,
         *,
-        preferred_output_location: Location = None,
+        preferred_output_location: Locations = None,
     ) -> None:
         self._handle = None
         _bridge.block_on(self._open(
@@ -197,7 +85,7 @@ class InferenceSession:
         providers: Sequence[Any] | str | ProviderPolicy | None = None,
         provider_options: Any = None,
         *,
-        preferred_output_location: Location = None,
+        preferred_output_location: Locations = None,
     ) -> InferenceSession:
         """Asynchronous constructor: ``sess = await InferenceSession.create(...)``."""
         self = cls.__new__(cls)
@@ -212,7 +100,7 @@ class InferenceSession:
         path_or_bytes: ModelSource,
         sess_options: SessionOptions | None,
         providers: Sequence[Any] | str | ProviderPolicy | None,
-        preferred_output_location: Location = None,
+        preferred_output_location: Locations = None,
         provider_options: Any = None,
     ) -> None:
         _bridge.get_bridge()  # outside a page with the bridge, say so before anything else
@@ -223,25 +111,20 @@ class InferenceSession:
         self._options = sess_options or SessionOptions()
         plan = plan_providers(providers, _bridge.default_providers())
         self._ep_options = ep_options(providers, provider_options)
-        self._locations = _normalize_locations(preferred_output_location)
+        self._locations = normalize_locations(preferred_output_location)
         if self._options.intra_op_num_threads:
             from ._runtime import set_num_threads
 
             set_num_threads(self._options.intra_op_num_threads)
         self._model_bytes = await load_model_bytes(path_or_bytes)
-        timings: dict[str, dict[str, float]] = {}
-        how = None
-        if plan.auto:
-            info, timings, how = await choose_provider(
-                self._model_bytes, plan.candidates, self._ort_options()
-            )
-        else:
-            info = await self._create_planned(plan)
+        info, timings, how = await create_from_plan(self._model_bytes, plan, self._ort_options())
         self._adopt(int(info["handle"]))
         self._provider = str(info["provider"])
         self._build = str(info["build"])
-        self._report = _make_report(plan, info, timings, how)
-        self._describe(info)
+        self._report = make_report(plan, info, timings, how)
+        model = describe_model(self._model_bytes, info, self._options.free_dimension_overrides)
+        self._inputs, self._outputs = model.inputs, model.outputs
+        self._overridable, self._meta = model.overridable, model.meta
         self._feed_memo = FeedMemo()
         if isinstance(self._locations, dict):
             unknown = sorted(set(self._locations) - {a.name for a in self._outputs})
@@ -252,56 +135,8 @@ class InferenceSession:
                     f"outputs are {[a.name for a in self._outputs]}"
                 )
 
-    def _describe(self, info: dict[str, Any]) -> None:
-        """Take inputs, outputs and metadata from the model's own bytes, as native
-        onnxruntime shows them (ORT-web's ``inputMetadata`` turns a ``-1`` or unset
-        dim into 4294967295 and a missing shape into rank 0)."""
-        try:
-            model = parse_model(self._model_bytes)
-        except InvalidGraph:
-            # ORT-web loaded bytes ortweb's small reader cannot: the runtime is the
-            # authority on what loads, so describe the model with what it reports.
-            model = None
-        if model is None:
-            self._inputs = node_args_from_bridge(
-                [{**e, "type": _onnx_type(e["type"])} for e in info["inputs"]]
-            )
-            self._outputs = node_args_from_bridge(
-                [{**e, "type": _onnx_type(e["type"])} for e in info["outputs"]]
-            )
-            self._overridable: list[NodeArg] = []
-            self._meta: ModelMetadata | None = None
-            return
-        self._inputs, self._outputs, self._overridable = node_args_from_model(
-            model, self._options.free_dimension_overrides
-        )
-        self._meta = model_metadata(model)
-
-    async def _create_planned(self, plan: Plan) -> dict[str, Any]:
-        try:
-            return await _bridge.create_session(
-                self._model_bytes, plan.candidates, self._ort_options()
-            )
-        except ProviderUnavailable as exc:
-            reasons = {**plan.excluded, **exc.reasons}
-            if plan.require is not None:
-                why = reasons.get(plan.require, exc.message)
-                raise ProviderUnavailable(
-                    f"the provider policy requires {plan.require!r}, which cannot run here: "
-                    f"{why}", reasons=reasons,
-                ) from exc
-            exc.reasons = reasons
-            raise
-
     def _ort_options(self) -> dict[str, Any]:
-        options = self._options.to_ort()
-        if self._locations is not None:
-            options["preferredOutputLocation"] = self._locations
-        if self._ep_options:
-            # Not an ORT-web session option: the bridge moves each provider's
-            # options into its executionProviders entry.
-            options["ortwebProviderOptions"] = self._ep_options
-        return options
+        return ort_session_options(self._options, self._locations, self._ep_options)
 
     def _adopt(self, handle: int) -> None:
         old = getattr(self, "_finalizer", None)
@@ -416,46 +251,54 @@ class InferenceSession:
         """
         self._check_open()
         names = check_output_names(self._outputs, output_names)
-        outputs = await self._execute(input_feed, tuple((n, None) for n in names), run_options)
+        outputs = await self.execute_async(
+            input_feed, tuple((n, None) for n in names), run_options
+        )
         if self._locations is None:
             return outputs  # numpy arrays only: the common case, kept short
-        results: list[Any] = []
-        for name, out in zip(names, outputs, strict=True):
-            if isinstance(out, _bridge.GpuOutput):
-                results.append(OrtValue._from_output(out))
-            elif self._wants_gpu(name):
-                # Asked for the GPU but ran on wasm: same type back, on the CPU.
-                results.append(OrtValue.ortvalue_from_numpy(out))
-            else:
-                results.append(out)
-        return results
+        return deliver_outputs(names, outputs, self._wants_gpu)
 
-    async def _execute(
+    async def execute_async(
         self,
         input_feed: Any,
-        fetches: Sequence[tuple[str, int | None]],
-        run_options: RunOptions | None,
+        fetches: Fetches,
+        run_options: RunOptions | None = None,
     ) -> list[np.ndarray | _bridge.GpuOutput]:
-        """Validate, convert and run; re-create the session if ORT fails under IO binding."""
+        """Validate and convert the feeds, and run once: the step under :meth:`run_async`
+        and :meth:`run_with_iobinding_async` (:class:`._iobinding.BindingSession`).
+
+        Parameters
+        ----------
+        input_feed : dict
+            Input name → numpy array or :class:`OrtValue`, checked as :meth:`run_async`
+            checks them.
+        fetches : sequence of (str, int or None)
+            The outputs to compute: each name with the bridge handle of the GPU value
+            ORT writes into, or None to let ORT allocate it.
+        run_options : RunOptions, optional
+
+        Returns
+        -------
+        list of numpy.ndarray or _bridge.GpuOutput
+            One per fetch, in order: an array, or what ORT left on the GPU.
+
+        Notes
+        -----
+        If ORT fails in a run that involves GPU tensors, the session is re-created
+        from its model bytes before the error is raised, so the next run works.
+        """
         handle = self._check_open()
         if run_options is not None and not isinstance(run_options, RunOptions):
             raise InvalidArgument(
                 f"run_options: expected ortweb.RunOptions or None, got {type(run_options).__name__}"
             )
-        feeds: list[_bridge.Feed] = []
-        on_gpu = any(h is not None for _, h in fetches) or (
+        feeds, gpu_feeds = bridge_feeds(
+            self._inputs, input_feed, self._feed_memo, self._overridable
+        )
+        on_gpu = gpu_feeds or any(h is not None for _, h in fetches) or (
             self._locations is not None
             and any(self.output_location(n) == "gpu-buffer" for n, _ in fetches)
         )
-        for arg, dtype, value in check_feeds(
-            self._inputs, input_feed, self._feed_memo, self._overridable
-        ):
-            if isinstance(value, OrtValue) and value.handle is not None:
-                feeds.append((arg.name, value.handle))
-                on_gpu = True
-            else:
-                array = value.numpy() if isinstance(value, OrtValue) else value
-                feeds.append((arg.name, to_wire(array, dtype)))
         options = None if run_options is None else run_options.to_ort()
         try:
             return await _bridge.run_session(handle, feeds, fetches, options)
@@ -494,49 +337,7 @@ class InferenceSession:
         Results are read with ``iobinding.get_outputs()`` (OrtValues, in the order the
         outputs were bound) or ``iobinding.copy_outputs_to_cpu()``.
         """
-        if not isinstance(iobinding, IOBinding) or iobinding._session is not self:
-            raise InvalidArgument("run_with_iobinding: expected an IOBinding of this session")
-        bound = dict(iobinding._outputs)
-        if not bound:
-            raise InvalidArgument("run_with_iobinding: no output is bound; use bind_output()")
-        fetches: list[tuple[str, int | None]] = []
-        for name, target in bound.items():
-            if isinstance(target, OrtValue):
-                if target.is_disposed:
-                    raise InvalidArgument(f"output {name!r}: the OrtValue bound was disposed")
-                # A pre-allocated CPU output comes back all zeros from ORT-web
-                # (upstream bug): let ORT allocate and copy into it afterwards.
-                fetches.append((name, target.handle))
-            else:
-                fetches.append((name, None))
-        outputs = await self._execute(iobinding._inputs, fetches, run_options)
-        results: list[OrtValue] = []
-        for (name, target), out in zip(bound.items(), outputs, strict=True):
-            if isinstance(target, OrtValue):
-                if target.handle is None:
-                    self._copy_into(name, target, out)
-                results.append(target)
-            elif isinstance(out, _bridge.GpuOutput):
-                if target == "cpu":
-                    out = await _bridge.read_value(out.handle, True)
-                    results.append(OrtValue.ortvalue_from_numpy(out))
-                else:
-                    results.append(OrtValue._from_output(out))
-            else:
-                results.append(OrtValue.ortvalue_from_numpy(out))
-        iobinding._results = results
-
-    @staticmethod
-    def _copy_into(name: str, target: OrtValue, out: Any) -> None:
-        array = target.numpy()
-        if isinstance(out, _bridge.GpuOutput):
-            raise InvalidArgument(f"output {name!r}: bound on the CPU but left on the GPU")
-        if array.shape != out.shape:
-            raise InvalidArgument(
-                f"output {name!r}: the run produced shape {list(out.shape)}, the OrtValue "
-                f"bound has {list(array.shape)}"
-            )
-        np.copyto(array, out)
+        await run_with_iobinding(self, iobinding, run_options)
 
     def run_with_iobinding(
         self, iobinding: IOBinding, run_options: RunOptions | None = None

@@ -1,0 +1,116 @@
+"""The model a session runs: reading its bytes, and describing its inputs and outputs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from . import _bridge, _dtypes
+from ._metadata import (
+    ModelMetadata,
+    NodeArg,
+    model_metadata,
+    node_args_from_bridge,
+    node_args_from_model,
+)
+from ._onnxproto import parse_model
+from .errors import InvalidArgument, InvalidGraph, NoSuchFile
+
+__all__ = ["ModelDescription", "ModelSource", "describe_model", "load_model_bytes"]
+
+ModelSource = str | bytes | bytearray | memoryview | os.PathLike[str]
+
+_URL_SCHEMES = {"http", "https", "blob", "data"}
+
+
+async def load_model_bytes(source: ModelSource) -> bytes:
+    """Read a model from bytes, a path in Pyodide's file system, or a URL.
+
+    Raises
+    ------
+    InvalidArgument
+        For empty bytes, or a source of another type.
+    NoSuchFile
+        For a path that is missing or a directory.
+    """
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = bytes(source)
+        if not data:
+            raise InvalidArgument("path_or_bytes: the model bytes are empty")
+        return data
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str):
+        raise InvalidArgument(
+            "path_or_bytes: expected a file path, a URL or the model's bytes, "
+            f"got {type(source).__name__}"
+        )
+    if urlparse(source).scheme in _URL_SCHEMES:
+        return await _bridge.fetch_bytes(source)
+    try:
+        with open(source, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise NoSuchFile(
+            f"model file {source!r} not found (working directory {os.getcwd()!r}); "
+            "pass a path in Pyodide's file system, an http(s) URL or the model's bytes"
+        ) from None
+    except IsADirectoryError:
+        raise NoSuchFile(f"model path {source!r} is a directory, not an .onnx file") from None
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    """A model's inputs, outputs and metadata, as native onnxruntime shows them.
+
+    Attributes
+    ----------
+    inputs, outputs : list of NodeArg
+    overridable : list of NodeArg
+        Graph inputs that have an initializer.
+    meta : ModelMetadata or None
+        None when only onnxruntime-web could read the model (it reports no metadata).
+    """
+
+    inputs: list[NodeArg]
+    outputs: list[NodeArg]
+    overridable: list[NodeArg]
+    meta: ModelMetadata | None
+
+
+def _onnx_type(ort_type: Any) -> str:
+    if ort_type is None:
+        return "unknown"
+    try:
+        return _dtypes.by_ort(str(ort_type)).onnx
+    except KeyError:
+        return f"unknown({ort_type})"
+
+
+def describe_model(
+    model_bytes: bytes, info: Mapping[str, Any], free_dimension_overrides: Mapping[str, int]
+) -> ModelDescription:
+    """Describe the model from its own bytes; from the bridge's ``info`` only when
+    ortweb's reader cannot parse them.
+
+    ORT-web's ``inputMetadata`` turns a ``-1`` or unset dim into 4294967295 and a
+    missing shape into rank 0, so its own description is the fallback, not the rule.
+    """
+    try:
+        model = parse_model(model_bytes)
+    except InvalidGraph:
+        # ORT-web loaded bytes ortweb's small reader cannot: the runtime is the
+        # authority on what loads, so describe the model with what it reports.
+        model = None
+    if model is None:
+        return ModelDescription(
+            node_args_from_bridge([{**e, "type": _onnx_type(e["type"])} for e in info["inputs"]]),
+            node_args_from_bridge([{**e, "type": _onnx_type(e["type"])} for e in info["outputs"]]),
+            [],
+            None,
+        )
+    inputs, outputs, overridable = node_args_from_model(model, free_dimension_overrides)
+    return ModelDescription(inputs, outputs, overridable, model_metadata(model))
