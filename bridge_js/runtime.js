@@ -12,12 +12,15 @@
  * @module runtime
  */
 
-/** @type {Object<string, {module: string, wasm: string, providers: string[]}>} */
-export const BUILDS = {
-  wasm: { module: 'ort.wasm.min.mjs', wasm: 'ort-wasm-simd-threaded.wasm', providers: ['wasm'] },
-  jsep: { module: 'ort.min.mjs', wasm: 'ort-wasm-simd-threaded.jsep.wasm', providers: ['webgpu', 'wasm'] },
-  native: { module: 'ort.webgpu.min.mjs', wasm: 'ort-wasm-simd-threaded.asyncify.wasm', providers: ['webgpu', 'wasm'] },
-};
+import builds from './builds.json' with { type: 'json' };
+
+/**
+ * The builds by name: the module the bridge imports, the wasm binary it loads (its
+ * Emscripten glue is the same name with `.mjs`), the providers it runs. The table is
+ * builds.json, which the host tools read too, to ship only the files a site loads.
+ * @type {Object<string, {module: string, wasm: string, providers: string[]}>}
+ */
+export const BUILDS = builds;
 
 /**
  * @typedef {object} RuntimeConfig

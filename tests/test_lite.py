@@ -27,12 +27,12 @@ import pytest
 
 import ortweb
 from ortweb.host import samples
+from ortweb.host.assets import find_assets
 from ortweb.host.browser import Browser
 from ortweb.host.lite import (
     EXAMPLE_MODELS,
     EXAMPLE_WHEELS,
     KERNEL_WORKER_DIR,
-    ort_build_files,
     pyodide_closure,
 )
 from ortweb.host.server import StaticServer
@@ -291,7 +291,10 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
     assert wheels == {e["file_name"] for e in lock["packages"].values()}
 
     assert {p.name for p in (out / "static/ortweb/ort").iterdir()} == set(
-        ort_build_files(ROOT / "bridge_js/runtime.js", ["wasm", "native"]))
+        find_assets().ort_files(["wasm", "native"]))
+    # The bridge's modules and the build table runtime.js imports; not its tsconfig.
+    assert {p.name for p in (out / "static/ortweb/bridge").iterdir()} == {
+        p.name for p in (ROOT / "bridge_js").iterdir()} - {"pyodide_boot.js", "tsconfig.json"}
     assert (out / "pypi/comm-0.2.2-py3-none-any.whl").exists()
     assert "comm" in json.loads((out / "pypi/all.json").read_text())
 

@@ -34,7 +34,6 @@ from ortweb.host.site import (
     CDN_PYODIDE,
     CDN_PYODIDE_PACKAGES,
     MANIFEST_NAME,
-    ORT_BUILDS,
     SiteError,
     build_site,
     ort_files,
@@ -233,15 +232,24 @@ def test_ships_only_what_the_providers_need(inputs: dict[str, Path], tmp_path: P
 
 
 def test_builds_table_matches_the_bridge() -> None:
+    # The host reads the table the bridge imports: builds.json, one file for both.
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
     script = ("import('./bridge_js/runtime.js').then((m) => console.log(JSON.stringify("
-              "Object.fromEntries(Object.entries(m.BUILDS).map("
-              "([k, v]) => [k, [v.module, v.wasm]])))))")
+              "m.BUILDS)))")
     out = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == {k: list(v) for k, v in ORT_BUILDS.items()}
+    table = find_assets().ort_builds
+    assert json.loads(out) == table
+    assert {k: (v["module"], v["wasm"]) for k, v in table.items()} == {
+        "wasm": ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.wasm"),
+        "jsep": ("ort.min.mjs", "ort-wasm-simd-threaded.jsep.wasm"),
+        "native": ("ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.wasm")}
+    assert find_assets().ort_files(["native", "wasm"]) == ort_files(["webgpu", "wasm"]) == [
+        "ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs",
+        "ort-wasm-simd-threaded.asyncify.wasm",
+        "ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]
 
 
 def test_integrity_of_every_script(app_site: Path) -> None:

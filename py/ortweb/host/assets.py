@@ -8,7 +8,9 @@ core, verified wheels, the ortweb wheel and lock), ``build/npm/onnxruntime-web``
 from __future__ import annotations
 
 import functools
+import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +53,32 @@ class Assets:
     def compat_dir(self) -> Path:
         """The drop-in ``onnxruntime`` package's source (see :mod:`ortweb.host.wheel`)."""
         return self.root / "py" / "onnxruntime_compat" / "onnxruntime"
+
+    @property
+    def ort_builds(self) -> dict[str, dict[str, object]]:
+        """onnxruntime-web's builds by name (``bridge_js/builds.json``, the table
+        ``runtime.js`` imports): ``module``, ``wasm`` and ``providers`` of each."""
+        builds: dict[str, dict[str, object]] = json.loads((self.bridge / "builds.json").read_text())
+        return builds
+
+    def ort_files(self, builds: Iterable[str]) -> list[str]:
+        """The onnxruntime-web dist files that ``builds`` (keys of :attr:`ort_builds`) load,
+        in that order: each one's module, the wasm's Emscripten glue (the wasm's name with
+        ``.mjs``) and the wasm.
+
+        Raises
+        ------
+        ValueError
+            For a build the table does not have.
+        """
+        table, files = self.ort_builds, []
+        for build in builds:
+            if build not in table:
+                raise ValueError(f"unknown onnxruntime-web build {build!r} (known: "
+                                 f"{', '.join(sorted(table))})")
+            wasm = str(table[build]["wasm"])
+            files += [str(table[build]["module"]), wasm.removesuffix(".wasm") + ".mjs", wasm]
+        return list(dict.fromkeys(files))
 
     def mounts(self) -> dict[str, Path]:
         """URL prefix → folder, for :class:`ortweb.host.server.StaticServer`."""

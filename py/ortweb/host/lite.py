@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -52,7 +51,6 @@ __all__ = [
     "LiteSite",
     "build_lite",
     "example_notebooks",
-    "ort_build_files",
     "pyodide_closure",
     "write_example_models",
 ]
@@ -95,7 +93,6 @@ _KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 #: the browser's search finds them, and so do the tests reading outputs from the DOM.
 _SETTINGS = {"@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}
 _MARKER = ".ortweb-lite"
-_BUILD_RE = re.compile(r"(\w+):\s*\{\s*module:\s*'([^']+)',\s*wasm:\s*'([^']+)'")
 
 
 class LiteError(RuntimeError):
@@ -167,24 +164,6 @@ def _wheel_entry(info: _packages.WheelInfo) -> dict[str, Any]:
         "unvendored_tests": False,
         "shared_library": False,
     }
-
-
-def ort_build_files(runtime_js: Path, builds: Sequence[str]) -> list[str]:
-    """The ORT-web dist files that ``builds`` (keys of ``BUILDS`` in runtime.js) load.
-
-    Each build is its module, its wasm, and the wasm's Emscripten glue (same name,
-    ``.mjs``). Read from the bridge itself so that the site cannot drift from it.
-    """
-    table = {m[0]: (m[1], m[2]) for m in _BUILD_RE.findall(runtime_js.read_text())}
-    if not table:
-        raise LiteError(f"no BUILDS table found in {runtime_js}")
-    files: list[str] = []
-    for build in builds:
-        if build not in table:
-            raise LiteError(f"unknown onnxruntime-web build {build!r} (known: {sorted(table)})")
-        module, wasm = table[build]
-        files += [module, wasm, wasm.removesuffix(".wasm") + ".mjs"]
-    return sorted(set(files))
 
 
 def example_notebooks(assets: Assets) -> list[Path]:
@@ -453,10 +432,11 @@ def build_lite(
     say("adding ortweb's bridge and the ORT-web files")
     ort_dir, bridge_dir = out / ORTWEB_DIR / "ort", out / ORTWEB_DIR / "bridge"
     ort_dir.mkdir(parents=True)
-    for name in ort_build_files(assets.bridge / "runtime.js", ["wasm", webgpu_build]):
+    for name in assets.ort_files(["wasm", webgpu_build]):
         shutil.copyfile(assets.ort / name, ort_dir / name)
-    # pyodide_boot.js boots Pyodide in ortweb's own pages; the kernel boots its own.
-    shutil.copytree(assets.bridge, bridge_dir,
-                    ignore=shutil.ignore_patterns("*.md", "*.json", "pyodide_boot.js"))
+    # pyodide_boot.js boots Pyodide in ortweb's own pages; the kernel boots its own. Of
+    # the JSON files, runtime.js imports builds.json (tsconfig.json is for tsc).
+    shutil.copytree(assets.bridge, bridge_dir, ignore=shutil.ignore_patterns(
+        "*.md", "tsconfig.json", "pyodide_boot.js"))
     (out / _MARKER).write_text("built by `ortweb lite`; replaced by the next build\n")
     return LiteSite(out=out, packages=shipped, notebooks=listed, sizes=_sizes(out))

@@ -50,7 +50,6 @@ __all__ = [
     "CDN_PYODIDE",
     "CDN_PYODIDE_PACKAGES",
     "MANIFEST_NAME",
-    "ORT_BUILDS",
     "SiteError",
     "SiteFile",
     "SiteReport",
@@ -64,15 +63,6 @@ __all__ = [
 MANIFEST_NAME: Final = "ortweb-manifest.json"
 _GENERATOR: Final = "ortweb site"
 COI_SCRIPT: Final = "coi-serviceworker.min.js"
-
-#: onnxruntime-web builds, mirroring ``BUILDS`` in ``bridge_js/runtime.js``: the
-#: module the bridge imports and the wasm binary it loads (the Emscripten glue
-#: is the binary's name with ``.mjs``). A test keeps the two tables in step.
-ORT_BUILDS: Final[dict[str, tuple[str, str]]] = {
-    "wasm": ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.wasm"),
-    "jsep": ("ort.min.mjs", "ort-wasm-simd-threaded.jsep.wasm"),
-    "native": ("ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.wasm"),
-}
 
 #: jsDelivr's mirror of the npm packages: byte for byte the files set-up verified.
 CDN_PYODIDE: Final = "https://cdn.jsdelivr.net/npm/pyodide@{version}/"
@@ -199,7 +189,8 @@ def _digest_file(path: Path) -> _Digest:
 # -- inputs -----------------------------------------------------------------------------
 
 
-def ort_files(providers: Sequence[str], webgpu_build: str = "native") -> list[str]:
+def ort_files(providers: Sequence[str], webgpu_build: str = "native",
+              assets: Assets | None = None) -> list[str]:
     """The onnxruntime-web dist files sessions on ``providers`` load.
 
     Parameters
@@ -208,6 +199,8 @@ def ort_files(providers: Sequence[str], webgpu_build: str = "native") -> list[st
         ``'wasm'`` and/or ``'webgpu'``.
     webgpu_build : str
         ``'native'`` (the C++ WebGPU EP) or ``'jsep'``.
+    assets : Assets, optional
+        Whose build table (``bridge_js/builds.json``) to read; default :func:`find_assets`.
 
     Returns
     -------
@@ -222,11 +215,7 @@ def ort_files(providers: Sequence[str], webgpu_build: str = "native") -> list[st
     if "wasm" in providers:
         # wasm sessions never load a WebGPU build: the plain one is smaller and faster.
         builds.append("wasm")
-    files = []
-    for build in builds:
-        module, wasm = ORT_BUILDS[build]
-        files += [module, wasm[: -len(".wasm")] + ".mjs", wasm]
-    return files
+    return (assets or find_assets()).ort_files(builds)
 
 
 def resolve_template(template: str | os.PathLike[str], assets: Assets | None = None) -> Path:
@@ -591,7 +580,8 @@ def _write(
     web_site = assets.web / "site"
     for name in ("boot.js", "sha256.js"):
         module(f"ortweb/{name}", b.add_file(f"ortweb/{name}", web_site / name), name)
-    for src in sorted(assets.bridge.glob("*.js")):
+    # builds.json: the build table runtime.js imports as a JSON module.
+    for src in sorted([*assets.bridge.glob("*.js"), assets.bridge / "builds.json"]):
         module(f"ortweb/bridge/{src.name}", b.add_file(f"ortweb/bridge/{src.name}", src), src.name)
     runner = b.add_bytes("ortweb/site_runner.py", inpage_source("site_runner").encode())
     runner_entry = _asset("ortweb/site_runner.py", runner, "site_runner.py")
@@ -663,7 +653,7 @@ def _write(
     # onnxruntime-web: only the builds the providers load.
     ort_pins = pinned.get("onnxruntime-web", {})
     ort_base = CDN_ORT.format(version=ort_version) if cdn else "ort/"
-    for name in ort_files(providers, webgpu_build):
+    for name in ort_files(providers, webgpu_build, assets):
         src = assets.ort / name
         pin = ort_pins.get(f"dist/{name}")
         if cdn:
