@@ -164,7 +164,7 @@ def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
 
 
 def load_host_module(name: str) -> ModuleType:
-    """A stdlib-only module of ortweb/host (wheel.py, packages.py), loaded by path: no venv."""
+    """A stdlib-only module of ortweb/host (packages.py), loaded by path: no venv."""
     path = ROOT / "py" / "ortweb" / "host" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"_ortweb_{name}", path)
     assert spec and spec.loader
@@ -230,19 +230,16 @@ def assemble_pyodide(pyodide_npm: Path, provisa: Path, wanted: list[str]) -> lis
     return sorted(available)
 
 
-def load_wheel_module() -> ModuleType:
-    """ortweb/host/wheel.py, loaded by path: it is stdlib-only and needs no venv."""
-    return load_host_module("wheel")
-
-
 def build_browser_wheel() -> Path:
-    """The ortweb wheel and the drop-in onnxruntime wheel, both added to the lock."""
-    wheel_mod = load_wheel_module()
-    wheel: Path = wheel_mod.build_wheel(ROOT / "py" / "ortweb", PYODIDE_DIR)
-    compat = wheel_mod.build_compat_wheel(COMPAT_DIR, PYODIDE_DIR)
-    wheel_mod.add_to_lock(PYODIDE_DIR / "pyodide-lock.official.json", wheel,
-                          PYODIDE_DIR / "pyodide-lock.json", compat)
-    return wheel
+    """The ortweb wheel and the drop-in onnxruntime wheel, both added to the lock.
+
+    ortweb/host/wheel.py builds them with setuptools and pyodide-lock, so it runs with
+    the venv's Python, by path (-P: its folder's modules must not shadow any others).
+    """
+    done = subprocess.run([str(venv_bin("python")), "-P", str(ROOT / "py" / "ortweb" / "host"
+                                                              / "wheel.py"), str(ROOT)],
+                          check=True, stdout=subprocess.PIPE, text=True)
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def ensure_chromium() -> str:

@@ -197,13 +197,15 @@ def test_wheel_imports_alone(tmp_path: Path, wheel: Path) -> None:
 
 
 def _source_lock(tmp_path: Path) -> Path:
+    # Every field the official 0.27.7 lock has (pyodide-lock writes them all).
     lock = {
-        "info": {"arch": "wasm32", "platform": "emscripten_3_1_58", "version": "0.27.7",
-                 "python": "3.12.7"},
+        "info": {"abi_version": "2024_0", "arch": "wasm32", "platform": "emscripten_3_1_58",
+                 "version": "0.27.7", "python": "3.12.7"},
         "packages": {
             "numpy": {"name": "numpy", "version": "2.0.2", "file_name": "numpy.whl",
                       "sha256": "0" * 64, "depends": [], "imports": ["numpy"],
-                      "install_dir": "site", "package_type": "package"},
+                      "install_dir": "site", "package_type": "package",
+                      "unvendored_tests": False},
         },
     }
     path = tmp_path / "pyodide-lock.json"

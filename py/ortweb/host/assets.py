@@ -103,12 +103,8 @@ class Assets:
     def refresh_wheel(self) -> Path:
         """Rebuild the browser wheels (ortweb, the drop-in onnxruntime) and the lock
         when their sources changed."""
-        built = _wheel.build_wheel(self.package_dir, self.pyodide)
-        compat = (_wheel.build_compat_wheel(self.compat_dir, self.pyodide)
-                  if self.compat_dir.is_dir() else None)
-        _wheel.add_to_lock(self.pyodide / "pyodide-lock.official.json", built,
-                           self.pyodide / "pyodide-lock.json", compat)
-        return built
+        return _wheel.refresh(self.package_dir,
+                              self.compat_dir if self.compat_dir.is_dir() else None, self.pyodide)
 
 
 def find_assets() -> Assets:

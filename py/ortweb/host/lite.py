@@ -141,31 +141,6 @@ def pyodide_closure(lock: dict[str, Any], names: Iterable[str],
         raise LiteError(str(exc)) from None
 
 
-def _wheel_entry(info: _packages.WheelInfo) -> dict[str, Any]:
-    """A lock entry for a user's wheel: Pyodide then loads it (and what it requires)
-    when a cell imports one of its top-level names, as it loads ortweb."""
-    from packaging.requirements import Requirement
-
-    depends = []
-    for text in info.requires:
-        req = Requirement(text)
-        if req.marker is None or req.marker.evaluate(_packages.PYODIDE_MARKERS):
-            depends.append(_packages.canonical_name(req.name))
-    return {
-        "name": info.name,
-        "version": info.version,
-        "file_name": info.path.name,
-        "install_dir": "site",
-        "sha256": _sha256(info.path),
-        "package_type": "package",
-        "imports": list(info.top_level),
-        # resolve_offline has checked that each is a shipped package or another wheel.
-        "depends": sorted(set(depends)),
-        "unvendored_tests": False,
-        "shared_library": False,
-    }
-
-
 def example_notebooks(assets: Assets) -> list[Path]:
     """ortweb's example notebooks, in order."""
     return sorted((assets.web / "notebooks").glob("*.ipynb"))
@@ -228,11 +203,20 @@ def _stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
         if info.name in lock["packages"]:
             raise LiteError(f"--wheel {info.path.name}: the site already ships a package "
                             f"{info.name!r}")
+    # Each wheel gets pyodide-lock's entry (its top-level names as imports, its requirements
+    # that hold in Pyodide as depends), so a cell's import loads it and what it requires,
+    # as it loads ortweb. resolve_offline has checked every requirement can be met.
+    from pyodide_lock import PyodideLockSpec
+    from pyodide_lock.utils import add_wheels_to_spec
+
     for info in plan.wheels:
-        lock["packages"][info.name] = _wheel_entry(info)
         shutil.copyfile(info.path, dest / info.path.name)
+    spec = add_wheels_to_spec(PyodideLockSpec(**lock),
+                              [dest / info.path.name for info in plan.wheels], base_path=dest)
+    for info in plan.wheels:
+        spec.packages[info.name].depends = sorted(set(spec.packages[info.name].depends))
         names.append(info.name)
-    (dest / "pyodide-lock.json").write_text(json.dumps(lock, sort_keys=True))
+    spec.to_json(dest / "pyodide-lock.json")
     return names
 
 

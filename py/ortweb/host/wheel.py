@@ -1,8 +1,6 @@
-"""Build the browser wheels of ortweb and add them to a Pyodide lock file.
+"""Build the browser wheels of ortweb with setuptools and add them to a Pyodide lock.
 
-Standard library only: ``build.py`` loads this file by path before any virtual
-environment exists. Two wheels, both reproducible (same sources, same bytes, same
-sha256):
+Two wheels, both reproducible (same sources and setuptools, same bytes, same sha256):
 
 - ``ortweb-<version>``: the runtime half of the ``ortweb`` package (everything but
   the host-only subpackages);
@@ -10,18 +8,25 @@ sha256):
   (``py/onnxruntime_compat/onnxruntime``), onnxruntime's Python API on top of ortweb,
   so ``import onnxruntime`` works in every page that loads ortweb. Its source lives
   outside ``py/`` proper so it never shadows the real onnxruntime on the host.
+
+setuptools builds each (its PEP 517 hook) from a staging folder with the files and a
+generated ``pyproject.toml``; ``SOURCE_DATE_EPOCH`` pins the zip's timestamps to
+1980-01-01. pyodide-lock writes the lock entries. Both come with the ``host`` extra:
+``build.py`` runs this file with the venv's Python (``python wheel.py ROOT``).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
+import importlib.metadata
 import json
 import os
 import re
-import zipfile
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "COMPAT_NAME",
@@ -30,6 +35,7 @@ __all__ = [
     "build_compat_wheel",
     "build_wheel",
     "compat_files",
+    "refresh",
     "runtime_files",
 ]
 
@@ -40,7 +46,32 @@ HOST_ONLY = ("cli", "host", "testing")
 #: The distribution and import name of the drop-in package.
 COMPAT_NAME = "onnxruntime"
 
-_EPOCH = (1980, 1, 1, 0, 0, 0)
+# The earliest time a zip can hold: the wheels then do not depend on the clock.
+_SOURCE_DATE_EPOCH = "315532800"
+
+_PYPROJECT = """\
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{name}"
+version = "{version}"
+description = "{summary}"
+requires-python = ">=3.11"
+dependencies = {requires}
+
+[tool.setuptools]
+packages = {packages}
+include-package-data = false
+
+[tool.setuptools.package-data]
+"*" = ["*"]
+"""
+
+# The hook runs in a child: it changes directory, which threads of this process
+# (a test run, a server) must not see.
+_HOOK = "import sys, setuptools.build_meta as b; print(b.build_wheel(sys.argv[1]))"
 
 
 def _version(package_dir: Path) -> str:
@@ -50,22 +81,20 @@ def _version(package_dir: Path) -> str:
     return found.group(1)
 
 
+def _sources(package_dir: Path) -> list[Path]:
+    return [p for p in sorted(package_dir.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+
+
 def runtime_files(package_dir: Path) -> list[Path]:
     """The files of the browser half, sorted (host-only subpackages left out)."""
-    files = []
-    for path in sorted(package_dir.rglob("*")):
-        rel = path.relative_to(package_dir)
-        if not path.is_file() or "__pycache__" in rel.parts or path.suffix == ".pyc":
-            continue
-        if rel.parts[0] in HOST_ONLY:
-            continue
-        files.append(path)
-    return files
+    return [p for p in _sources(package_dir)
+            if p.relative_to(package_dir).parts[0] not in HOST_ONLY]
 
 
-def _record_line(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
+def compat_files(compat_dir: Path) -> list[Path]:
+    """The files of the drop-in ``onnxruntime`` package, sorted."""
+    return _sources(compat_dir)
 
 
 def build_wheel(package_dir: Path, out_dir: Path) -> Path:
@@ -74,21 +103,9 @@ def build_wheel(package_dir: Path, out_dir: Path) -> Path:
     The file is only rewritten when its bytes change, so its mtime tells when the
     runtime sources last changed.
     """
-    files = [
-        (f"ortweb/{p.relative_to(package_dir).as_posix()}", p.read_bytes())
-        for p in runtime_files(package_dir)
-    ]
-    return _write_wheel(
-        "ortweb", _version(package_dir), files, out_dir,
-        summary="ortweb browser runtime (Pyodide + onnxruntime-web)",
-        requires=["numpy"],
-    )
-
-
-def compat_files(compat_dir: Path) -> list[Path]:
-    """The files of the drop-in ``onnxruntime`` package, sorted."""
-    return [p for p in sorted(compat_dir.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+    return _build("ortweb", _version(package_dir), package_dir, runtime_files(package_dir),
+                  out_dir, summary="ortweb browser runtime (Pyodide + onnxruntime-web)",
+                  requires=["numpy"])
 
 
 def build_compat_wheel(compat_dir: Path, out_dir: Path) -> Path:
@@ -97,57 +114,55 @@ def build_compat_wheel(compat_dir: Path, out_dir: Path) -> Path:
     Its version is the onnxruntime-web version it runs on (the package's
     ``__version__``), so requirements such as ``onnxruntime>=1.17`` are met.
     """
-    files = [
-        (f"{COMPAT_NAME}/{p.relative_to(compat_dir).as_posix()}", p.read_bytes())
-        for p in compat_files(compat_dir)
-    ]
-    return _write_wheel(
-        COMPAT_NAME, _version(compat_dir), files, out_dir,
-        summary="onnxruntime's Python API in the browser, on ortweb and onnxruntime-web",
-        requires=["ortweb", "numpy"],
-    )
+    return _build(COMPAT_NAME, _version(compat_dir), compat_dir, compat_files(compat_dir),
+                  out_dir, summary="onnxruntime's Python API in the browser, on ortweb and "
+                  "onnxruntime-web", requires=["ortweb", "numpy"])
 
 
-def _write_wheel(
-    name: str,
-    version: str,
-    files: list[tuple[str, bytes]],
-    out_dir: Path,
-    *,
-    summary: str,
-    requires: list[str],
-) -> Path:
-    dist_info = f"{name}-{version}.dist-info"
-    entries = list(files)
-    entries.append((
-        f"{dist_info}/METADATA",
-        (
-            f"Metadata-Version: 2.1\nName: {name}\n"
-            f"Version: {version}\nSummary: {summary}\n"
-            "Requires-Python: >=3.11\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
-        ).encode(),
-    ))
-    entries.append((
-        f"{dist_info}/WHEEL",
-        b"Wheel-Version: 1.0\nGenerator: ortweb build\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    ))
-    entries.append((f"{dist_info}/top_level.txt", f"{name}\n".encode()))
-    record = "\n".join(_record_line(n, d) for n, d in entries) + f"\n{dist_info}/RECORD,,\n"
-    entries.append((f"{dist_info}/RECORD", record.encode()))
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        for entry_name, data in entries:
-            info = zipfile.ZipInfo(entry_name, date_time=_EPOCH)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, data)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _build(name: str, version: str, package_dir: Path, files: list[Path], out_dir: Path, *,
+           summary: str, requires: list[str]) -> Path:
+    rels = [f"{name}/{p.relative_to(package_dir).as_posix()}" for p in files]
+    packages = sorted({rel.rsplit("/", 1)[0].replace("/", ".") for rel in rels})
+    pyproject = _PYPROJECT.format(name=name, version=version, summary=summary,
+                                  requires=json.dumps(requires), packages=json.dumps(packages))
+    key = _inputs("setuptools", pyproject.encode(), *(
+        f"{rel}\0".encode() + path.read_bytes() for rel, path in zip(rels, files, strict=True)))
     target = out_dir / f"{name}-{version}-py3-none-any.whl"
-    data = buffer.getvalue()
+    # Building takes a second or two; the stamp skips it when nothing changed.
+    stamp = out_dir / f".{target.name}.inputs"
+    if target.is_file() and stamp.is_file() and stamp.read_text() == _stamp(key, target):
+        return target
+    with tempfile.TemporaryDirectory(prefix="ortweb-wheel-") as tmp:
+        stage, dist = Path(tmp) / "src", Path(tmp) / "dist"
+        for rel, path in zip(rels, files, strict=True):
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            (stage / rel).write_bytes(path.read_bytes())
+            (stage / rel).chmod(0o644)  # the zip records modes: not the umask's
+        (stage / "pyproject.toml").write_text(pyproject)
+        done = subprocess.run([sys.executable, "-c", _HOOK, str(dist)], cwd=stage,
+                              env={**os.environ, "SOURCE_DATE_EPOCH": _SOURCE_DATE_EPOCH},
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"setuptools could not build the {name} wheel (is ortweb's host "
+                               f"extra installed?):\n{done.stderr[-3000:]}")
+        data = (dist / done.stdout.strip().splitlines()[-1]).read_bytes()
+    out_dir.mkdir(parents=True, exist_ok=True)
     if not target.exists() or target.read_bytes() != data:
         _write_atomically(target, data)
+    _write_atomically(stamp, _stamp(key, target).encode())
     return target
+
+
+def _inputs(tool: str, *parts: bytes) -> str:
+    """A digest of what a build reads: the tool's version, this file, ``parts``."""
+    key = hashlib.sha256(f"{tool} {importlib.metadata.version(tool)}\0".encode())
+    for part in (Path(__file__).read_bytes(), *parts):
+        key.update(hashlib.sha256(part).digest())
+    return key.hexdigest()
+
+
+def _stamp(inputs: str, target: Path) -> str:
+    return f"{inputs} {hashlib.sha256(target.read_bytes()).hexdigest()}\n"
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
@@ -158,24 +173,9 @@ def _write_atomically(target: Path, data: bytes) -> None:
     os.replace(tmp, target)
 
 
-def _lock_entry(name: str, wheel: Path, depends: list[str]) -> dict[str, object]:
-    return {
-        "name": name,
-        "version": wheel.name.split("-")[1],
-        "file_name": wheel.name,
-        "install_dir": "site",
-        "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
-        "package_type": "package",
-        "imports": [name],
-        "depends": depends,
-        "unvendored_tests": False,
-        "shared_library": False,
-    }
-
-
 def add_to_lock(
     official_lock: Path, wheel: Path, out_lock: Path, compat_wheel: Path | None = None
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Write ``out_lock``: the official Pyodide lock plus an ``ortweb`` entry for ``wheel``.
 
     With ``compat_wheel``, an ``onnxruntime`` entry too, and ortweb's entry depends
@@ -185,24 +185,48 @@ def add_to_lock(
     0.27's loader waits for each package's dependencies before installing it, so a
     cycle would never finish loading; the drop-in's own METADATA still requires ortweb.
 
-    ``info.version`` stays the official one: Pyodide refuses a lock whose version
-    differs from its own. Returns the ortweb entry.
+    pyodide-lock reads the official lock (``info`` and its entries unchanged, so
+    ``info.version`` stays the one Pyodide checks against its own) and makes the
+    entries from the wheels. Returns the ortweb entry.
     """
-    lock = json.loads(official_lock.read_text())
-    depends = ["numpy"]
+    wheels = [wheel, *([compat_wheel] if compat_wheel else [])]
+    key = _inputs("pyodide-lock", official_lock.read_bytes(),
+                  *(f"{path.name}\0".encode() + path.read_bytes() for path in wheels))
+    stamp = out_lock.with_name(f".{out_lock.name}.inputs")
+    if out_lock.is_file() and stamp.is_file() and stamp.read_text() == _stamp(key, out_lock):
+        entry: dict[str, Any] = json.loads(out_lock.read_text())["packages"]["ortweb"]
+        return entry  # importing pydantic alone costs more than the check
+    from pyodide_lock import PyodideLockSpec
+    from pyodide_lock.utils import add_wheels_to_spec
+
+    spec = PyodideLockSpec.from_json(official_lock)
+    for path in wheels:  # ortweb first: the drop-in requires it
+        spec = add_wheels_to_spec(spec, [path], base_path=path.parent)
     if compat_wheel is not None:
-        lock["packages"][COMPAT_NAME] = _lock_entry(COMPAT_NAME, compat_wheel, ["numpy"])
-        depends.append(COMPAT_NAME)
-    entry = _lock_entry("ortweb", wheel, depends)
-    lock["packages"]["ortweb"] = entry
-    text = json.dumps(lock, indent=1, sort_keys=True)
-    if not out_lock.exists() or out_lock.read_text() != text:
-        _write_atomically(out_lock, text.encode())
-    return entry
+        compat = spec.packages[COMPAT_NAME]
+        compat.depends = [d for d in compat.depends if d != "ortweb"]
+        spec.packages["ortweb"].depends.append(COMPAT_NAME)
+    with tempfile.TemporaryDirectory(dir=out_lock.parent) as tmp:
+        spec.to_json(Path(tmp) / "lock.json", indent=1)
+        text = (Path(tmp) / "lock.json").read_bytes()
+    if not out_lock.exists() or out_lock.read_bytes() != text:
+        _write_atomically(out_lock, text)
+    _write_atomically(stamp, _stamp(key, out_lock).encode())
+    return spec.packages["ortweb"].model_dump()
 
 
-if __name__ == "__main__":  # pragma: no cover - used by hand
-    import sys
+def refresh(package_dir: Path, compat_dir: Path | None, pyodide_dir: Path) -> Path:
+    """Rebuild both wheels into ``pyodide_dir`` and its ``pyodide-lock.json`` when their
+    sources changed (the drop-in only when ``compat_dir`` is given); returns ortweb's."""
+    built = build_wheel(package_dir, pyodide_dir)
+    compat = build_compat_wheel(compat_dir, pyodide_dir) if compat_dir else None
+    add_to_lock(pyodide_dir / "pyodide-lock.official.json", built,
+                pyodide_dir / "pyodide-lock.json", compat)
+    return built
 
-    pkg = Path(__file__).resolve().parents[1]
-    print(build_wheel(pkg, Path(sys.argv[1]) if len(sys.argv) > 1 else Path("dist")))
+
+if __name__ == "__main__":
+    # build.py set-up, with the venv's Python: python -P wheel.py ROOT
+    root = Path(sys.argv[1])
+    print(refresh(root / "py" / "ortweb", root / "py" / "onnxruntime_compat" / "onnxruntime",
+                  root / "build" / "pyodide"))
