@@ -5,6 +5,7 @@
  * a few entry points for Playwright. Python's stdout/stderr go to the console with
  * a tag the host recognises.
  */
+import { printTagged } from '../bridge/console_tag.js';
 import { installBridge } from '../bridge/index.js';
 import { bootPyodide } from '../bridge/pyodide_boot.js';
 
@@ -21,11 +22,6 @@ const status = /** @type {HTMLElement} */ (document.getElementById('status'));
 /** @type {any} */
 let pyodide = null;
 
-/** @param {string} stream @param {string} text */
-function emit(stream, text) {
-  console.log(`\u0001ortweb:${stream}\u0001${text}`);
-}
-
 /** @type {any} */
 const w = window;
 
@@ -34,8 +30,8 @@ w.ortwebReady = (async () => {
     pyodide = await bootPyodide({
       indexURL: new URL('../pyodide/', import.meta.url).href,
       offlineListURL: new URL('../pyodide/offline-packages.json', import.meta.url).href,
-      stdout: (line) => emit('stdout', line),
-      stderr: (line) => emit('stderr', line),
+      stdout: (line) => printTagged('stdout', line),
+      stderr: (line) => printTagged('stderr', line),
       progress: (msg) => { status.textContent = msg; },
     });
     w.pyodide = pyodide;

@@ -20,11 +20,10 @@
  * host tools recognise, so headless checks can read it.
  * @module boot
  */
+import { printTagged } from './bridge/console_tag.js';
 import { installBridge } from './bridge/index.js';
 import { bootPyodide } from './bridge/pyodide_boot.js';
 import { sha256Hex } from './sha256.js';
-
-const TAG = '\u0001ortweb:';
 
 /**
  * @typedef {object} Asset
@@ -86,7 +85,7 @@ const ui = {
   },
   /** @param {string} stream @param {string} line */
   print(stream, line) {
-    console.log(`${TAG}${stream}\u0001${line}`);
+    printTagged(stream, line);
     const out = part('ortweb-console', 'pre');
     const span = document.createElement('span');
     span.className = `ortweb-${stream}`;

@@ -31,11 +31,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
+from ..host.errors import HostError
 
 __all__ = ["main"]
 
 
-class UsageError(Exception):
+class UsageError(HostError):
     """Bad command-line input: exit status 2."""
 
 

@@ -346,7 +346,8 @@ def _native_block(sess: Any, x: np.ndarray, k: int) -> float:
 
 
 def _cold_plain(runtime: Runtime, query: str) -> dict[str, Any]:
-    context = runtime.browser._browser.new_context()
+    # No router: the anchor page loads as in a plain browser, with nothing in between.
+    context = runtime.browser.new_context()
     try:
         page = context.new_page()
         page.goto(runtime.server.url.rstrip("/") + "/bench_plain.html?" + query)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import HostError
+
 __all__ = [
     "OFFLINE_LIST",
     "PYODIDE_MARKERS",
@@ -63,7 +65,7 @@ PYODIDE_MARKERS: dict[str, str] = {
 }
 
 
-class PackageError(Exception):
+class PackageError(HostError):
     """A package or requirement cannot be had offline; the message names it and says why."""
 
 

@@ -10,66 +10,23 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from .browser import Browser
-from .server import content_type_for
+from .browser.capture import ConsoleLine, PageLog, watch
+from .browser.launch import Browser
+from .browser.route import CdnMirror, OfflineRouter, cdn_mirror, origin_of
+from .errors import PythonFailure
 
 __all__ = ["CdnMirror", "SiteContext", "SiteFailure", "SitePage", "cdn_mirror"]
 
-_TAG = "\u0001ortweb:"
-
-#: A CDN stand-in: absolute URL → local file to answer with, or None (refused).
-CdnMirror = Callable[[str], Path | None]
+#: A site page failed to start (``type`` ``'PageError'``), or a Python call raised.
+SiteFailure = PythonFailure
 
 
-class SiteFailure(RuntimeError):
-    """The page failed to start, or a Python call raised.
-
-    Attributes
-    ----------
-    type : str
-        The Python exception class (or ``'PageError'``).
-    traceback : str
-        The Python traceback, or the error text the page shows.
-    """
-
-    def __init__(self, type_: str, traceback: str):
-        super().__init__(f"{type_}: {traceback}")
-        self.type = type_
-        self.traceback = traceback
-
-
-def cdn_mirror(prefixes: Mapping[str, Path]) -> CdnMirror:
-    """A :data:`CdnMirror` answering URL prefixes from folders.
-
-    Parameters
-    ----------
-    prefixes : mapping of str to Path
-        ``"https://cdn.jsdelivr.net/npm/pyodide@0.27.7/"`` → a folder.
-    """
-
-    def find(url: str) -> Path | None:
-        for prefix, folder in prefixes.items():
-            if url.startswith(prefix):
-                rel = url[len(prefix):].split("?")[0].split("#")[0]
-                path = (folder / rel).resolve()
-                if path.is_relative_to(folder.resolve()) and path.is_file():
-                    return path
-        return None
-
-    return find
-
-
-@dataclass
-class _Log:
-    requests: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-    mirrored: list[str] = field(default_factory=list)
+def _failure(type_: str, text: str) -> PythonFailure:
+    return PythonFailure(type_, text, f"{type_}: {text}")
 
 
 class SiteContext:
@@ -97,40 +54,10 @@ class SiteContext:
         cdn: CdnMirror | None = None,
         tamper: Callable[[str, bytes], bytes] | None = None,
     ):
-        parts = urlsplit(origin)
-        self.origin = f"{parts.scheme}://{parts.netloc}"
-        self.log = _Log()
-        self._cdn = cdn
-        self._tamper = tamper
-        self.context = browser._browser.new_context()
-        try:
-            self.context.route("**/*", self._route)
-        except BaseException:
-            self.context.close()
-            raise
-
-    def _route(self, route: Any) -> None:
-        url = route.request.url
-        self.log.requests.append(url)
-        if url.startswith(("data:", "blob:")) or urlsplit(url)._replace(
-            path="", query="", fragment=""
-        ).geturl() == self.origin:
-            route.continue_()
-            return
-        local = self._cdn(url) if self._cdn is not None else None
-        if local is None:
-            self.log.blocked.append(url)
-            route.abort()
-            return
-        body = local.read_bytes()
-        if self._tamper is not None:
-            body = self._tamper(url, body)
-        self.log.mirrored.append(url)
-        route.fulfill(status=200, body=body, headers={
-            "Content-Type": content_type_for(local),
-            "Access-Control-Allow-Origin": "*",
-            "Cross-Origin-Resource-Policy": "cross-origin",
-        })
+        self.origin = origin_of(origin)
+        self.log = PageLog()
+        self.context = browser.new_context(OfflineRouter(origin, self.log, cdn=cdn,
+                                                         tamper=tamper))
 
     @property
     def blocked(self) -> list[str]:
@@ -163,21 +90,21 @@ class SitePage:
 
     def __init__(self, context: SiteContext, url: str):
         self.site = context
-        self.console: list[tuple[str, str]] = []
-        self.errors: list[str] = []
+        self._log = PageLog()
         self.requests_before = len(context.log.requests)
         self.page = context.context.new_page()
-        self.page.on("console", self._on_console)
-        self.page.on("pageerror", lambda err: self.errors.append(str(err)))
+        watch(self.page, self._log)
         self.page.goto(url)
 
-    def _on_console(self, msg: Any) -> None:
-        text = msg.text
-        if text.startswith(_TAG):
-            stream, _, line = text[len(_TAG):].partition("\u0001")
-            self.console.append((stream, line))
-        else:
-            self.console.append((msg.type, text))
+    @property
+    def console(self) -> list[ConsoleLine]:
+        """Console messages of this visit, Python's output as ``(stream, line)``."""
+        return self._log.console
+
+    @property
+    def errors(self) -> list[str]:
+        """Uncaught page errors (JavaScript exceptions) of this visit."""
+        return self._log.errors
 
     @property
     def requests(self) -> list[str]:
@@ -186,7 +113,7 @@ class SitePage:
 
     def output(self, stream: str = "stdout") -> str:
         """What Python printed on ``stream``."""
-        return "".join(line + "\n" for s, line in self.console if s == stream)
+        return self._log.output(stream)
 
     def wait_ready(self, timeout: float = 300.0) -> dict[str, Any]:
         """Wait until the script has run; returns ``{timings, functions}``.
@@ -208,7 +135,7 @@ class SitePage:
                   text: document.getElementById('ortweb-error')?.innerText ?? String(err)}))"""
         )
         if not result["ok"]:
-            raise SiteFailure(str(result["type"]), str(result["text"]))
+            raise _failure(str(result["type"]), str(result["text"]))
         return dict(result["value"])
 
     def call(self, name: str, *args: Any, timeout: float = 300.0) -> Any:
@@ -228,7 +155,7 @@ class SitePage:
             [name, list(args)],
         )
         if not result["ok"]:
-            raise SiteFailure(str(result["type"]), str(result["traceback"]))
+            raise _failure(str(result["type"]), str(result["traceback"]))
         return result["value"]
 
     def evaluate(self, expression: str, arg: Any = None) -> Any:

@@ -1,23 +1,17 @@
 """The pages tests run in: one per test module, and a per-test view of it.
 
-:class:`ModulePage` owns a :class:`~ortweb.host.browser.PyodidePage` (Pyodide,
-numpy and ortweb loaded once per module) and replaces it after a timeout or a
+:class:`ModulePage` holds a :class:`~ortweb.host.browser.PyodidePage` (Pyodide,
+numpy and ortweb loaded once per module) in a
+:class:`~ortweb.host.browser.PageKeeper`, which replaces it after a timeout or a
 crash. :class:`OrtwebPage` is what a test receives as ``ortweb_page``: it resets
 the page's state, runs code under the test's timeout, and collects the console
 and errors of this test only.
 
-Timeouts work in three steps, so that a stuck test is reported with the place it
-was stuck at whenever possible:
-
-1. a Web Worker sets Pyodide's interrupt flag at the deadline, and Python raises
-   ``KeyboardInterrupt`` where it is (reported as :class:`BrowserTimeout` with
-   the page's traceback);
-2. shortly after, the page gives up waiting for a run that is suspended in
-   JavaScript (an ``await`` that never resolves);
-3. shortly after that, the host stops waiting for a page whose main thread never
-   comes back (a busy loop in JavaScript) and closes it.
-
-After steps 2 and 3 the page is replaced before the next test.
+Code runs as the page driver's background runs with the test's deadline
+(:mod:`ortweb.host.browser.runs`): Python stuck in a loop is interrupted and
+reported with the place it was stuck at (as :class:`BrowserTimeout` with the
+page's traceback); a run stuck in JavaScript, or a page that stopped answering,
+costs the page, and the next test gets a new one.
 """
 
 from __future__ import annotations
@@ -33,100 +27,21 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ..host.browser import BrowserError, ConsoleLine, PyodidePage, PythonFailure, Runtime
+from ..host.browser import (
+    BrowserError,
+    ConsoleLine,
+    PageFailure,
+    PageKeeper,
+    PageUnresponsive,
+    PyodidePage,
+    PythonFailure,
+    Runtime,
+)
 from . import _inpage
 from ._remote import BrowserTimeout, make_traceback, rebuild
 from ._shipping import ShippedFunction, dumps
 
 __all__ = ["ModulePage", "OrtwebPage"]
-
-#: Python has this long after the interrupt before the page stops waiting for it.
-GUARD_S = 3.0
-#: The host waits this long past the deadline before it closes an unresponsive page.
-HARD_S = 10.0
-_POLL_MS = 20
-
-_JS_HELPER = r"""
-() => {
-  const w = /** @type {any} */ (window);
-  if (w.__ortwebTesting) return true;
-  const py = w.pyodide;
-  // flag[0] is Pyodide's interrupt flag (2 = SIGINT). state[0] is the armed
-  // generation; the worker claims it (compare-exchange) before it interrupts,
-  // and writes state[1] = generation once the flag is set, so that disarming
-  // never races with a late interrupt.
-  const flag = new Int32Array(new SharedArrayBuffer(4));
-  const state = new Int32Array(new SharedArrayBuffer(8));
-  py.setInterruptBuffer(flag);
-  const src = `onmessage = (e) => {
-    const [flag, state, gen, ms] = e.data;
-    setTimeout(() => {
-      if (Atomics.compareExchange(state, 0, gen, -gen) === gen) {
-        Atomics.store(flag, 0, 2);
-        Atomics.store(state, 1, gen);
-      }
-    }, ms);
-  };`;
-  const worker = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
-  let gen = 0;
-  let next = 0;
-  let scope = null;
-  const runs = new Map();
-  const arm = (ms) => {
-    gen += 1;
-    Atomics.store(flag, 0, 0);
-    Atomics.store(state, 0, gen);
-    worker.postMessage([flag, state, gen, ms]);
-    return gen;
-  };
-  const disarm = (g) => {
-    if (Atomics.compareExchange(state, 0, g, 0) !== g) {
-      while (Atomics.load(state, 1) !== g) { /* the worker is between its two stores */ }
-    }
-    Atomics.store(flag, 0, 0);
-  };
-  w.__ortwebTesting = {
-    start(code, filename, softMs, guardMs) {
-      const id = ++next;
-      const run = { done: false, result: null, timedOut: false };
-      runs.set(id, run);
-      setTimeout(async () => {
-        const g = arm(softMs);
-        let timer = null;
-        const guard = new Promise((resolve) => {
-          timer = setTimeout(() => resolve(null), guardMs);
-        });
-        // The runner page's entry point (web/runner.js), in the test's own globals.
-        const work = w.ortwebRunPython(code, filename, scope);
-        const result = await Promise.race([work, guard]);
-        clearTimeout(timer);
-        disarm(g);
-        if (result === null) {
-          run.timedOut = true;
-          run.result = { ok: false, type: 'TimeoutError', message: 'still running' };
-        } else {
-          run.result = result;
-        }
-        run.done = true;
-      }, 0);
-      return id;
-    },
-    done(id) { const r = runs.get(id); return !r || r.done; },
-    take(id) {
-      const r = runs.get(id);
-      runs.delete(id);
-      return r ? { ...r.result, timedOut: r.timedOut } : null;
-    },
-    newScope() {
-      if (scope) scope.destroy();
-      scope = py.globals.get('dict')();
-      scope.set('__name__', '__main__');
-    },
-    dropScope() { if (scope) scope.destroy(); scope = null; },
-  };
-  return true;
-}
-"""
 
 
 def _zip_package(path: Path) -> tuple[bytes, str | None]:
@@ -186,12 +101,9 @@ class ModulePage:
                                                 what="--ortweb-wheel") if wheels else None)
         except PackageError as exc:
             raise BrowserError(f"ortweb_wheels: {exc}") from None
-        self.boots = 0
-        #: Why earlier pages of this module were closed (timeouts, crashes).
-        self.discarded: list[str] = []
         self._stack = ExitStack()
         self._folder, self._prefix = self._stack.enter_context(runtime.shared_folder())
-        self._page: PyodidePage | None = None
+        self._keeper = PageKeeper(self._boot)
         self._downloads: dict[str, Any] = {}
         self._maps: list[tuple[str, str]] = []
         self._files = 0
@@ -201,20 +113,26 @@ class ModulePage:
     @property
     def pyodide_page(self) -> PyodidePage:
         """The live page, booted now if there is none."""
-        if self._page is None:
-            self._boot()
-        assert self._page is not None
-        return self._page
+        return self._keeper.page
 
     @property
     def alive(self) -> bool:
-        return self._page is not None
+        return self._keeper.alive
 
-    def _boot(self) -> None:
+    @property
+    def boots(self) -> int:
+        """Pages booted for this module so far."""
+        return self._keeper.boots
+
+    @property
+    def discarded(self) -> list[str]:
+        """Why earlier pages of this module were closed (timeouts, crashes)."""
+        return self._keeper.discarded
+
+    def _boot(self) -> PyodidePage:
         page = self.runtime.new_page(webgpu_build=self.webgpu_build)
         try:
             page.page.on("download", self._on_download)
-            page.page.evaluate(_JS_HELPER)
             source = Path(_inpage.__file__).read_text()
             page.run_python(
                 "import sys, types\n"
@@ -250,24 +168,15 @@ class ModulePage:
             page.close()
             raise
         self._maps = maps
-        self._page = page
-        self.boots += 1
+        return page
 
     def discard(self, reason: str) -> None:
         """Close the page (it is broken); the next use boots a new one."""
-        self.discarded.append(reason)
-        page, self._page = self._page, None
-        if page is not None:
-            try:
-                page.close()
-            except Exception:
-                pass  # a crashed page may not close cleanly; the context is gone either way
+        self._keeper.discard(reason)
 
     def close(self) -> None:
         try:
-            if self._page is not None:
-                self._page.close()
-                self._page = None
+            self._keeper.close()
         finally:
             self._stack.close()
 
@@ -339,29 +248,17 @@ class ModulePage:
             When the page crashed or closed.
         """
         __tracebackhide__ = True
-        from playwright.sync_api import Error as PlaywrightError
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
         page = self.pyodide_page
-        soft_ms = max(int(timeout * 1000), 1)
         budget = timeout if budget is None else budget
         try:
-            run_id = page.page.evaluate(
-                "([c, f, s, g]) => window.__ortwebTesting.start(c, f, s, g)",
-                [code, filename, soft_ms, soft_ms + int(GUARD_S * 1000)],
-            )
-            page.page.wait_for_function(
-                "(id) => window.__ortwebTesting.done(id)", arg=run_id, polling=_POLL_MS,
-                timeout=soft_ms + HARD_S * 1000,
-            )
-            result = page.page.evaluate("(id) => window.__ortwebTesting.take(id)", run_id)
-        except PlaywrightTimeout:
+            result = page.runs.run(code, filename, timeout)
+        except PageUnresponsive:
             self.discard(f"unresponsive past a {budget:g} s timeout")
             raise BrowserTimeout(
                 f"the page stopped responding (JavaScript never returned) and was closed "
                 f"after the test's {budget:g} s timeout; the next test gets a new page"
             ) from None
-        except PlaywrightError as exc:
+        except PageFailure as exc:
             self.discard(f"failed: {exc}")
             raise BrowserError(f"the page failed while running the test: {exc}") from None
         if result.get("timedOut"):
@@ -371,15 +268,13 @@ class ModulePage:
                 f"resolved) after its {budget:g} s timeout; the page was closed and the "
                 "next test gets a new page"
             )
-        return result  # type: ignore[no-any-return]
+        return result
 
     def scope(self, fresh: bool) -> None:
         """Give ``run_python`` fresh globals (``fresh``), or the page's own again."""
-        if self._page is not None:
-            self._page.page.evaluate(
-                "(f) => f ? window.__ortwebTesting.newScope() : window.__ortwebTesting.dropScope()",
-                fresh,
-            )
+        page = self._keeper.current
+        if page is not None:
+            page.runs.scope(fresh)
 
 
 class OrtwebPage:

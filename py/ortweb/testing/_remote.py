@@ -16,10 +16,12 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
+from ..host.errors import HostError
+
 __all__ = ["BrowserTimeout", "InBrowserError", "rebuild"]
 
 
-class InBrowserError(Exception):
+class InBrowserError(HostError):
     """An exception from the page whose class cannot be rebuilt on the host.
 
     The host raises a subclass named after the page's class (for example
@@ -27,7 +29,7 @@ class InBrowserError(Exception):
     """
 
 
-class BrowserTimeout(Exception):
+class BrowserTimeout(HostError):
     """A test ran past its timeout inside the browser (``ortweb_timeout``)."""
 
 

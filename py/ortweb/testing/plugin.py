@@ -221,7 +221,10 @@ def ortweb_runtime(ortweb_assets: Assets, ortweb_server: StaticServer,
 @pytest.fixture(scope="session")
 def ortweb_webgpu(ortweb_runtime: Runtime) -> dict[str, Any]:
     """The browser's WebGPU adapter: ``{available, reason, features, info}``."""
-    context = ortweb_runtime.browser._browser.new_context()
+    from ..host.browser import OfflineRouter, PageLog
+
+    context = ortweb_runtime.browser.new_context(
+        OfflineRouter(ortweb_runtime.server.url, PageLog()))
     try:
         page = context.new_page()
         # Any page of the server's origin will do; the probe needs a secure context.

@@ -1,9 +1,10 @@
-"""Drive headless Chromium with Pyodide + ortweb loaded (Playwright, sync API).
+"""A page of ``web/runner.html`` with Pyodide, numpy and ortweb loaded.
 
-The browser is the system's Chromium (never a downloaded one), launched with the
-flags that give real WebGPU on SwiftShader. Every request the page makes that does
-not go to the local server is blocked and recorded, so callers can assert that
-nothing left 127.0.0.1.
+The page every host tool that runs Python in the browser drives (``ortweb
+run``/``exec``, the pytest plugin, conformance, bench, soak): offline (see
+:mod:`.route`), its console and errors recorded (:mod:`.capture`), Python run
+either awaited (:meth:`PyodidePage.run_python`) or in the background with a
+deadline (:attr:`PyodidePage.runs`).
 """
 
 from __future__ import annotations
@@ -12,161 +13,22 @@ import base64
 import json
 import os
 import shutil
-import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import inpage
-from .assets import Assets, find_assets
-from .packages import WheelInfo
-from .server import StaticServer
+from .. import inpage
+from ..errors import BrowserError, PythonFailure
+from .capture import PageLog, watch
+from .route import OfflineRouter
+from .runs import Runs
 
-__all__ = [
-    "BASE_FLAGS",
-    "WEBGPU_FLAGS",
-    "Browser",
-    "BrowserError",
-    "PyodidePage",
-    "PythonFailure",
-    "find_chromium",
-    "open_runtime",
-]
+if TYPE_CHECKING:
+    from ..packages import WheelInfo
+    from .launch import Browser
 
-#: Flags for a quiet, offline headless Chromium (no background traffic).
-BASE_FLAGS = (
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-default-apps",
-    "--disable-extensions",
-    # gc() in the page, so leak meters can read after a collection, not before.
-    "--js-flags=--expose-gc",
-)
-#: Real WebGPU through SwiftShader (Vulkan on the CPU).
-WEBGPU_FLAGS = ("--enable-unsafe-webgpu", "--enable-features=Vulkan")
-
-_TAG = "\u0001ortweb:"
-
-
-class BrowserError(RuntimeError):
-    """The browser or the page could not be brought up."""
-
-
-class PythonFailure(RuntimeError):
-    """Python code inside the page raised.
-
-    Attributes
-    ----------
-    type : str
-        The Python exception's class name.
-    traceback : str
-        The traceback as Pyodide formatted it.
-    """
-
-    def __init__(self, type_: str, traceback: str):
-        super().__init__(traceback)
-        self.type = type_
-        self.traceback = traceback
-
-
-def find_chromium(explicit: str | os.PathLike[str] | None = None) -> str:
-    """The Chromium binary: ``explicit``, ``$ORTWEB_BROWSER``, or ``chromium`` on PATH."""
-    for candidate in (explicit, os.environ.get("ORTWEB_BROWSER")):
-        if candidate:
-            path = shutil.which(str(candidate)) or str(candidate)
-            if not Path(path).exists():
-                raise BrowserError(f"browser binary {candidate!s} does not exist")
-            return path
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise BrowserError(
-        "no Chromium found: install Debian's chromium (apt-get install chromium), or "
-        "set ORTWEB_BROWSER to a Chromium binary"
-    )
-
-
-class Browser:
-    """A headless Chromium, closed in ``close()`` (safe twice) or by ``with``.
-
-    Parameters
-    ----------
-    executable : str, optional
-        Chromium binary (see :func:`find_chromium`).
-    webgpu : bool
-        Launch with WebGPU enabled (SwiftShader). False gives a browser with no
-        adapter, for fallback tests.
-    """
-
-    def __init__(self, executable: str | None = None, webgpu: bool = True,
-                 *, playwright: Any = None):
-        from playwright.sync_api import sync_playwright
-
-        self.executable = find_chromium(executable)
-        self.webgpu = webgpu
-        # One Playwright per thread: a second sync_playwright() in the same thread
-        # fails, so browsers launched beside another share its instance.
-        self._owns_pw = playwright is None
-        self._pw = sync_playwright().start() if playwright is None else playwright
-        try:
-            args = [*BASE_FLAGS, *(WEBGPU_FLAGS if webgpu else ("--disable-gpu",))]
-            self._browser = self._pw.chromium.launch(
-                executable_path=self.executable, headless=True, args=args
-            )
-        except BaseException:
-            if self._owns_pw:
-                self._pw.stop()
-            raise
-        self.version = self._browser.version
-        self._closed = False
-
-    def sibling(self, webgpu: bool = True) -> Browser:
-        """Another Chromium (e.g. without WebGPU) sharing this one's Playwright."""
-        return Browser(self.executable, webgpu=webgpu, playwright=self._pw)
-
-    def new_page(self, base_url: str, **kw: Any) -> PyodidePage:
-        """A new page (own context) on ``base_url``; see :class:`PyodidePage`."""
-        return PyodidePage(self, base_url, **kw)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._browser.close()
-        finally:
-            if self._owns_pw:
-                self._pw.stop()
-
-    def __enter__(self) -> Browser:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-@dataclass
-class ConsoleLine:
-    """One console message of the page."""
-
-    type: str
-    text: str
-
-
-@dataclass
-class _Capture:
-    console: list[ConsoleLine] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
+__all__ = ["PyodidePage"]
 
 
 class PyodidePage:
@@ -196,15 +58,17 @@ class PyodidePage:
         boot_timeout: float = 180.0,
     ):
         self.base_url = base_url.rstrip("/") + "/"
-        self.capture = _Capture()
+        self.capture = PageLog()
         self.on_output = on_output
-        self._context = browser._browser.new_context()
+        self.runs = Runs(self)
+        #: Why the page became unusable ('' while it works): it crashed or closed.
+        self.lost = ""
+        self._context = browser.new_context(OfflineRouter(self.base_url, self.capture))
         self._closed = False
         try:
-            self._context.route("**/*", self._route)
             self.page = self._context.new_page()
-            self.page.on("console", self._on_console)
-            self.page.on("pageerror", lambda err: self.capture.errors.append(str(err)))
+            watch(self.page, self.capture, on_output, self.runs.on_control)
+            self.page.on("crash", self._on_crash)
             query = f"?webgpuBuild={webgpu_build}"
             if providers:
                 query += "&providers=" + ",".join(providers)
@@ -219,24 +83,23 @@ class PyodidePage:
 
     # -- plumbing ----------------------------------------------------------------
 
-    def _route(self, route: Any) -> None:
-        url = route.request.url
-        self.capture.requests.append(url)
-        if url.startswith(self.base_url) or url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            self.capture.blocked.append(url)
-            route.abort()
+    def _on_crash(self, _: Any) -> None:
+        self.lost = "the page crashed"
 
-    def _on_console(self, msg: Any) -> None:
-        text = msg.text
-        if text.startswith(_TAG):
-            stream, _, line = text[len(_TAG):].partition("\u0001")
-            if self.on_output is not None:
-                self.on_output(stream, line)
-            self.capture.console.append(ConsoleLine(stream, line))
-        else:
-            self.capture.console.append(ConsoleLine(msg.type, text))
+    def pump(self, ms: int) -> bool:
+        """Let Playwright deliver the page's events for ``ms``; False once the page is gone.
+
+        This also works while the page's main thread is stuck, where an
+        ``evaluate`` would never return.
+        """
+        if self.lost:
+            return False
+        try:
+            self.page.wait_for_timeout(ms)
+        except Exception as exc:  # closed or crashed: the caller replaces the page
+            self.lost = self.lost or str(exc)
+            return False
+        return True
 
     @property
     def blocked_requests(self) -> list[str]:
@@ -245,12 +108,14 @@ class PyodidePage:
 
     def output(self, stream: str = "stdout") -> str:
         """Everything Python printed on ``stream`` so far."""
-        return "".join(line.text + "\n" for line in self.capture.console if line.type == stream)
+        return self.capture.output(stream)
 
     # -- Python ------------------------------------------------------------------
 
     def run_python(self, code: str, filename: str = "<ortweb>", timeout: float = 600.0) -> Any:
-        """Run ``code`` through ``runPythonAsync``; returns its last expression (as JS→JSON).
+        """Run ``code`` through ``runPythonAsync`` and wait for it, without a deadline
+        (``timeout`` is not used; :attr:`runs` has deadlines); returns its last
+        expression (as JS→JSON).
 
         Raises
         ------
@@ -338,34 +203,3 @@ class PyodidePage:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class Runtime:
-    """A local server with ortweb's assets, a browser, and a way to share files."""
-
-    def __init__(self, assets: Assets, server: StaticServer, browser: Browser):
-        self.assets = assets
-        self.server = server
-        self.browser = browser
-
-    def new_page(self, **kw: Any) -> PyodidePage:
-        return self.browser.new_page(self.server.url, **kw)
-
-    @contextmanager
-    def shared_folder(self) -> Iterator[tuple[Path, str]]:
-        """A temporary folder served at a fresh URL prefix: ``(path, prefix)``."""
-        with tempfile.TemporaryDirectory(prefix="ortweb-") as tmp:
-            prefix = f"/_files/{uuid.uuid4().hex}/"
-            self.server.add_mount(prefix, Path(tmp))
-            try:
-                yield Path(tmp), prefix
-            finally:
-                self.server.remove_mount(prefix)
-
-
-@contextmanager
-def open_runtime(executable: str | None = None, webgpu: bool = True) -> Iterator[Runtime]:
-    """Start a loopback server with ortweb's assets and a headless Chromium."""
-    assets = find_assets()
-    with StaticServer(assets.mounts()) as server, Browser(executable, webgpu=webgpu) as browser:
-        yield Runtime(assets, server, browser)

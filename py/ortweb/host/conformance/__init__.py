@@ -4,8 +4,9 @@
   tolerances), from the installed ``onnx`` package; nothing here runs a model.
 - :mod:`.classify` — comparing outputs with the backend tests' rule and sorting
   each case into ``pass`` / ``fail`` / ``native-fails`` / ``unsupported``.
-- :mod:`.runner` — native onnxruntime on the host and batches of cases through
-  ortweb's Python API inside Pyodide pages, with crashed or hung pages replaced.
+- :mod:`.runner` — native onnxruntime on the host, and the whole run per EP.
+- :mod:`.pages` — batches of cases through ortweb's Python API inside Pyodide
+  pages, with crashed or hung pages replaced.
 - :mod:`.report` — summary lines, per-case JSON and the known-failures file.
 """
 

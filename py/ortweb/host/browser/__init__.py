@@ -1,0 +1,53 @@
+"""The one page driver of ortweb's host tools (Playwright's sync API, headless Chromium).
+
+Every host tool that opens a browser goes through this package: ``ortweb run``,
+``exec``, ``soak``, ``bench`` and ``conformance``, the pytest plugin
+(``ortweb.testing``), and the checks of sites (``ortweb.host.sitepage``,
+``ortweb demo``). Its modules, each with one job:
+
+=============  ===========================================================================
+``launch``     find the system's Chromium and launch it (quiet, offline, WebGPU flags)
+``route``      keep a browser context offline: only the local server (or a CDN mirror)
+``capture``    the console tag, Python's output, console messages and page errors
+``page``       :class:`PyodidePage`: ``web/runner.html`` with Pyodide, numpy and ortweb
+``runs``       Python runs the host does not wait inside: deadline, interrupt, hang
+``keeper``     :class:`PageKeeper`: one page at a time, replaced when it dies
+``runtime``    :class:`Runtime`: the local server, the browser and shared folders
+=============  ===========================================================================
+
+Errors are :class:`~ortweb.host.errors.HostError`\\ s (see :mod:`ortweb.host.errors`).
+"""
+
+from __future__ import annotations
+
+from ..errors import BrowserError, PageFailure, PageUnresponsive, PythonFailure
+from .capture import TAG, ConsoleLine, PageLog
+from .keeper import PageKeeper
+from .launch import BASE_FLAGS, WEBGPU_FLAGS, Browser, find_chromium
+from .page import PyodidePage
+from .route import CdnMirror, OfflineRouter, cdn_mirror
+from .runs import GUARD_S, HARD_S
+from .runtime import Runtime, open_runtime
+
+__all__ = [
+    "BASE_FLAGS",
+    "GUARD_S",
+    "HARD_S",
+    "TAG",
+    "WEBGPU_FLAGS",
+    "Browser",
+    "BrowserError",
+    "CdnMirror",
+    "ConsoleLine",
+    "OfflineRouter",
+    "PageFailure",
+    "PageKeeper",
+    "PageLog",
+    "PageUnresponsive",
+    "PyodidePage",
+    "PythonFailure",
+    "Runtime",
+    "cdn_mirror",
+    "find_chromium",
+    "open_runtime",
+]
