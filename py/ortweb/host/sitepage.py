@@ -38,12 +38,9 @@ class SiteContext:
     origin : str
         The site's origin, ``http://127.0.0.1:PORT``; anything else is refused
         unless ``cdn`` serves it.
-    cdn : CdnMirror, optional
-        Answers CDN URLs from local files, with the CORS and CORP headers
-        jsDelivr sends.
-    tamper : callable, optional
-        ``tamper(url, body) -> body``: changes what the CDN mirror answers (to
-        check that the page refuses it).
+    cdn, tamper : optional
+        A CDN mirror, and what changes its answers; as for
+        :class:`~ortweb.host.browser.OfflineRouter`.
     """
 
     def __init__(
