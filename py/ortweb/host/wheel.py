@@ -137,10 +137,11 @@ def _build(name: str, version: str, package_dir: Path, files: list[Path], out_di
         for rel, path in zip(rels, files, strict=True):
             (stage / rel).parent.mkdir(parents=True, exist_ok=True)
             (stage / rel).write_bytes(path.read_bytes())
-            (stage / rel).chmod(0o644)  # the zip records modes: not the umask's
+            (stage / rel).chmod(0o644)  # the zip records modes: they must not be the umask's
         (stage / "pyproject.toml").write_text(pyproject)
         done = subprocess.run([sys.executable, "-c", _HOOK, str(dist)], cwd=stage,
                               env={**os.environ, "SOURCE_DATE_EPOCH": _SOURCE_DATE_EPOCH},
+                              umask=0o022 if os.name == "posix" else -1,
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"setuptools could not build the {name} wheel (is ortweb's host "
