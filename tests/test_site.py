@@ -381,11 +381,7 @@ def test_bad_inputs_are_refused(inputs: dict[str, Path], tmp_path: Path) -> None
     not_onnx.write_bytes(b"\x00not a model")
     with pytest.raises(SiteError, match="not an ONNX model"):
         build_site(not_onnx, inputs["app"], tmp_path / "o")
-    needs_scipy = tmp_path / "sci.py"
-    needs_scipy.write_text("import scipy\n")
-    # scipy is a Pyodide package whose wheel set-up did not fetch: say how to add it.
-    with pytest.raises(SiteError, match=r"'scipy'.*pyodide_packages.*assets\.lock\.json"):
-        _build(inputs, tmp_path / "o", script=needs_scipy)
+    # An import no offline package provides: test_site_refuses_what_is_not_available_offline.
     with pytest.raises(SiteError, match="provider"):
         _build(inputs, tmp_path / "o", providers=["cuda"])
 
