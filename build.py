@@ -164,9 +164,17 @@ def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
 
 
 def load_host_module(name: str) -> ModuleType:
-    """A stdlib-only module of ortweb/host (packages.py), loaded by path: no venv."""
-    path = ROOT / "py" / "ortweb" / "host" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_ortweb_{name}", path)
+    """A stdlib-only module of ortweb/host (packages.py), loaded by path: no venv.
+
+    It joins a stand-in package whose path is ortweb/host, so that its relative imports
+    of the other stdlib-only modules there (errors.py) work without ortweb itself.
+    """
+    host = ROOT / "py" / "ortweb" / "host"
+    if "_ortweb_host" not in sys.modules:
+        package = ModuleType("_ortweb_host")
+        package.__path__ = [str(host)]
+        sys.modules["_ortweb_host"] = package
+    spec = importlib.util.spec_from_file_location(f"_ortweb_host.{name}", host / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     # dataclasses looks the module up by name while it builds the classes.
