@@ -119,7 +119,9 @@ def set_num_threads(n: int) -> int:
             )
         return 1
     loaded = list(_bridge.stats()["builds"])
-    if loaded:
+    # Without isolation every runtime runs one thread whatever was asked, so a count
+    # of 0 or 1 changes nothing for those already started: no warning then.
+    if loaded and _bridge.cross_origin_isolated():
         warnings.warn(
             f"ortweb: onnxruntime-web runtimes already started ({', '.join(loaded)}) keep "
             "their thread count; the new count applies to runtimes loaded later",
