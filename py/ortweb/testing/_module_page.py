@@ -58,8 +58,11 @@ def _zip_package(path: Path) -> tuple[bytes, str | None]:
     return buffer.getvalue(), mirrored
 
 
-class ModulePage:
+class ModulePage(PageKeeper):
     """A test module's page, booted on first use and replaced when it breaks.
+
+    A :class:`~ortweb.host.browser.PageKeeper` (``boots``, ``discarded``,
+    ``discard``) whose pages also carry the testing runner and the project's code.
 
     Parameters
     ----------
@@ -94,7 +97,7 @@ class ModulePage:
             raise BrowserError(f"ortweb_wheels: {exc}") from None
         self._stack = ExitStack()
         self._folder, self._prefix = self._stack.enter_context(runtime.shared_folder())
-        self._keeper = PageKeeper(self._boot)
+        super().__init__(self._boot)
         self._downloads: dict[str, Any] = {}
         self._maps: list[tuple[str, str]] = []
         self._files = 0
@@ -103,22 +106,8 @@ class ModulePage:
 
     @property
     def pyodide_page(self) -> PyodidePage:
-        """The live page, booted now if there is none."""
-        return self._keeper.page
-
-    @property
-    def alive(self) -> bool:
-        return self._keeper.alive
-
-    @property
-    def boots(self) -> int:
-        """Pages booted for this module so far."""
-        return self._keeper.boots
-
-    @property
-    def discarded(self) -> list[str]:
-        """Why earlier pages of this module were closed (timeouts, crashes)."""
-        return self._keeper.discarded
+        """The live page (:attr:`page`), booted now if there is none."""
+        return self.page
 
     def _boot(self) -> PyodidePage:
         page = self.runtime.new_page(webgpu_build=self.webgpu_build)
@@ -161,13 +150,10 @@ class ModulePage:
         self._maps = maps
         return page
 
-    def discard(self, reason: str) -> None:
-        """Close the page (it is broken); the next use boots a new one."""
-        self._keeper.discard(reason)
-
     def close(self) -> None:
+        """Close the page and the folder shared with it."""
         try:
-            self._keeper.close()
+            super().close()
         finally:
             self._stack.close()
 
@@ -263,6 +249,6 @@ class ModulePage:
 
     def scope(self, fresh: bool) -> None:
         """Give ``run_python`` fresh globals (``fresh``), or the page's own again."""
-        page = self._keeper.current
+        page = self.current
         if page is not None:
             page.runs.scope(fresh)

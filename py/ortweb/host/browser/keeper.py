@@ -40,7 +40,7 @@ class PageKeeper:
 
     def __init__(self, boot: Callable[[], PyodidePage], *, attempts: int = 1,
                  log: Callable[[str], None] | None = None):
-        self._boot = boot
+        self._make = boot
         self._attempts = max(1, attempts)
         self._log = log
         self._page: PyodidePage | None = None
@@ -59,7 +59,7 @@ class PageKeeper:
         if self._page is None:
             for attempt in range(1, self._attempts + 1):
                 try:
-                    self._page = self._boot()
+                    self._page = self._make()
                     break
                 except BrowserError as exc:
                     if attempt == self._attempts:
@@ -85,10 +85,13 @@ class PageKeeper:
     def discard(self, reason: str) -> None:
         """Close the page (it is broken); the next use boots a new one."""
         self.discarded.append(reason)
-        self.close()
+        self._drop()
 
     def close(self) -> None:
         """Close the page, if any; the next use boots a new one."""
+        self._drop()
+
+    def _drop(self) -> None:
         page, self._page = self._page, None
         if page is not None:
             try:
