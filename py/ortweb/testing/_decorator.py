@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar, overload
 
 from ._page import OrtwebPage
 from ._shipping import ship_function
 
 __all__ = ["run_in_browser"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def run_in_browser(func: F) -> F:
+# An ``async def`` body is awaited in the page: on the host the call returns its
+# result, not a coroutine, and the overloads say so to type checkers.
+@overload
+def run_in_browser(func: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]: ...
+
+
+@overload
+def run_in_browser(func: Callable[P, R]) -> Callable[P, R]: ...
+
+
+def run_in_browser(func: Callable[P, Any]) -> Callable[P, Any]:
     """Run the decorated function's body inside the page (Pyodide, numpy, ortweb).
 
     The function's first parameter must be ``ortweb_page`` (the fixture); inside
@@ -65,7 +76,7 @@ def run_in_browser(func: F) -> F:
         )
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
         __tracebackhide__ = True
         bound = signature.bind(*args, **kwargs)
         page = bound.arguments["ortweb_page"]
