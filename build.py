@@ -164,17 +164,22 @@ def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
 
 
 def load_host_module(name: str) -> ModuleType:
-    """A stdlib-only module of ortweb/host (packages.py), loaded by path: no venv.
+    """A stdlib-only module of ortweb/host (``build.packages``), loaded by path: no venv.
 
-    It joins a stand-in package whose path is ortweb/host, so that its relative imports
-    of the other stdlib-only modules there (errors.py) work without ortweb itself.
+    It joins stand-in packages whose paths are ortweb/host and its subpackages, so that
+    its relative imports of the other stdlib-only modules there (``errors``) work
+    without ortweb itself; the subpackages' ``__init__`` files are not run.
     """
+    *parents, leaf = name.split(".")
     host = ROOT / "py" / "ortweb" / "host"
-    if "_ortweb_host" not in sys.modules:
-        package = ModuleType("_ortweb_host")
-        package.__path__ = [str(host)]
-        sys.modules["_ortweb_host"] = package
-    spec = importlib.util.spec_from_file_location(f"_ortweb_host.{name}", host / f"{name}.py")
+    for depth in range(len(parents) + 1):
+        package_name = ".".join(["_ortweb_host", *parents[:depth]])
+        if package_name not in sys.modules:
+            package = ModuleType(package_name)
+            package.__path__ = [str(host.joinpath(*parents[:depth]))]
+            sys.modules[package_name] = package
+    spec = importlib.util.spec_from_file_location(".".join(["_ortweb_host", *parents, leaf]),
+                                                  host.joinpath(*parents, f"{leaf}.py"))
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     # dataclasses looks the module up by name while it builds the classes.
@@ -191,7 +196,7 @@ def assemble_pyodide(pyodide_npm: Path, provisa: Path, wanted: list[str]) -> lis
     among them. ``offline-packages.json`` records which packages are there and which
     are not. Returns the packages copied.
     """
-    packages_mod = load_host_module("packages")
+    packages_mod = load_host_module("build.packages")
     PYODIDE_DIR.mkdir(parents=True, exist_ok=True)
     for name in ("pyodide.mjs", "pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm",
                  "python_stdlib.zip", "package.json"):
@@ -241,11 +246,11 @@ def assemble_pyodide(pyodide_npm: Path, provisa: Path, wanted: list[str]) -> lis
 def build_browser_wheel() -> Path:
     """The ortweb wheel and the drop-in onnxruntime wheel, both added to the lock.
 
-    ortweb/host/wheel.py builds them with setuptools and pyodide-lock, so it runs with
-    the venv's Python, by path (-P: its folder's modules must not shadow any others).
+    ortweb/host/build/wheel.py builds them with setuptools and pyodide-lock, so it runs
+    with the venv's Python, by path (-P: its folder's modules must not shadow any others).
     """
-    done = subprocess.run([str(venv_bin("python")), "-P", str(ROOT / "py" / "ortweb" / "host"
-                                                              / "wheel.py"), str(ROOT)],
+    wheel_py = ROOT / "py" / "ortweb" / "host" / "build" / "wheel.py"
+    done = subprocess.run([str(venv_bin("python")), "-P", str(wheel_py), str(ROOT)],
                           check=True, stdout=subprocess.PIPE, text=True)
     return Path(done.stdout.strip().splitlines()[-1])
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from ortweb import __version__ as ortweb_version
-from ortweb.host import samples
-from ortweb.host.assets import find_assets
+from ortweb.host.build.assets import find_assets
 from ortweb.host.inputs import load_npz, save_npz
 from ortweb.host.native import run_native
+from ortweb.testing import samples
 from wheelmaker import make_wheel, tiny_wheels
 
 pytestmark = pytest.mark.browser

@@ -49,7 +49,7 @@ _MSG_REDUCE = (
 
 
 def _docs() -> Path:
-    from ortweb.host.assets import find_assets
+    from ortweb.host.build.assets import find_assets
 
     return find_assets().ort_package / "docs" / "webgpu-operators.md"
 

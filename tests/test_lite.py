@@ -26,16 +26,16 @@ import onnxruntime
 import pytest
 
 import ortweb
-from ortweb.host import samples
-from ortweb.host.assets import find_assets
 from ortweb.host.browser import Browser
-from ortweb.host.lite import (
+from ortweb.host.build.assets import find_assets
+from ortweb.host.build.lite import (
     EXAMPLE_MODELS,
     EXAMPLE_WHEELS,
     KERNEL_WORKER_DIR,
     pyodide_closure,
 )
-from ortweb.host.server import StaticServer
+from ortweb.host.serve import StaticServer
+from ortweb.testing import samples
 from wheelmaker import tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]

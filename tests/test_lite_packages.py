@@ -69,7 +69,7 @@ def _notebook() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteSite]:
-    from ortweb.host.server import StaticServer
+    from ortweb.host.serve import StaticServer
 
     tmp = tmp_path_factory.mktemp("lite_packages")
     files = [*(w for p in ORDER for w in wheels(p)),

@@ -24,8 +24,8 @@ import onnxruntime as native
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from ortweb.host.assets import find_assets
-from ortweb.host.wheel import (
+from ortweb.host.build.assets import find_assets
+from ortweb.host.build.wheel import (
     COMPAT_NAME,
     add_to_lock,
     build_compat_wheel,

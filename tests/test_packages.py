@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ortweb.host.assets import find_assets
-from ortweb.host.packages import (
+from ortweb.host.build.assets import find_assets
+from ortweb.host.build.packages import (
     PackageError,
     canonical_name,
     closure,

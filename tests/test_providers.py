@@ -19,11 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ortweb.host import samples
 from ortweb.host.browser import PyodidePage, Runtime
 from ortweb.host.native import run_native
-from ortweb.host.server import StaticServer
-from ortweb.testing import run_in_browser
+from ortweb.host.serve import StaticServer
+from ortweb.testing import run_in_browser, samples
 
 pytestmark = pytest.mark.browser
 

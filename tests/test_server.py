@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ortweb.host import server as server_mod
-from ortweb.host.server import StaticServer, content_type_for
+from ortweb.host import serve as server_mod
+from ortweb.host.serve import StaticServer, content_type_for
 
 SECRET = b"TOP SECRET, outside the mount"
 
@@ -511,7 +511,7 @@ def test_serve_forever_until_interrupt(site: Path) -> None:
     package_root = Path(server_mod.__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(package_root))
     code = (
-        "import sys; from ortweb.host.server import serve_forever; "
+        "import sys; from ortweb.host.serve import serve_forever; "
         "serve_forever(sys.argv[1], port=0)"
     )
     proc = subprocess.Popen(

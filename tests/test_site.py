@@ -24,12 +24,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from ortweb.cli import main as ortweb_main
-from ortweb.host import samples
-from ortweb.host.assets import find_assets
 from ortweb.host.browser import Browser, Runtime
-from ortweb.host.demo import serve_site
-from ortweb.host.server import StaticServer
-from ortweb.host.site import (
+from ortweb.host.build.assets import find_assets
+from ortweb.host.build.site import (
     CDN_ORT,
     CDN_PYODIDE,
     CDN_PYODIDE_PACKAGES,
@@ -38,7 +35,10 @@ from ortweb.host.site import (
     build_site,
     ort_files,
 )
+from ortweb.host.demo import serve_site
+from ortweb.host.serve import StaticServer
 from ortweb.host.sitepage import SiteContext, SiteFailure, cdn_mirror
+from ortweb.testing import samples
 from test_real_packages import SCRIPTS, assert_same_output, run_native
 from test_real_packages import wheels as pinned_wheels
 from wheelmaker import make_wheel, tiny_wheels

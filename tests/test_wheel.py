@@ -26,7 +26,7 @@ import pytest
 
 import ortweb
 from ortweb import _bridge
-from ortweb.host.wheel import HOST_ONLY, add_to_lock, build_wheel, runtime_files
+from ortweb.host.build.wheel import HOST_ONLY, add_to_lock, build_wheel, runtime_files
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "py" / "ortweb"

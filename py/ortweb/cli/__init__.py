@@ -136,8 +136,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def versions(browser: str | None = None) -> dict[str, str]:
     """ortweb, Pyodide, ORT-web and Chromium versions (without starting a page)."""
-    from ..host.assets import find_assets
     from ..host.browser import find_chromium
+    from ..host.build.assets import find_assets
 
     assets = find_assets()
     lock = json.loads((assets.pyodide / "pyodide-lock.official.json").read_text())
@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return cmd_bench(args)
         if args.command == "serve":
-            from ..host.server import serve_forever
+            from ..host.serve import serve_forever
 
             if not args.directory.is_dir():
                 raise UsageError(f"{args.directory} is not a directory")

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from ..host import inpage
-from ..host.assets import find_assets
 from ..host.browser import PythonFailure, open_runtime
-from ..host.packages import PackageError, parse_requirements_file, resolve_for_pyodide
+from ..host.build.assets import find_assets
+from ..host.build.packages import PackageError, parse_requirements_file, resolve_for_pyodide
 from . import UsageError
 
 __all__ = ["cmd_exec"]

@@ -44,7 +44,7 @@ def _mb(n: int) -> str:
 
 def cmd_lite(args: argparse.Namespace) -> int:
     """Build the site (exit 1 when the build fails), print what it holds, maybe serve it."""
-    from ..host.lite import LiteError, build_lite
+    from ..host.build.lite import LiteError, build_lite
     from . import UsageError
 
     for path in [*args.notebooks, *args.model, *args.file, *args.wheel]:
@@ -71,7 +71,7 @@ def cmd_lite(args: argparse.Namespace) -> int:
     print(f"notebooks: {', '.join(site.notebooks) or '(none)'}")
     print(f"Pyodide packages: {', '.join(site.packages)}")
     if args.serve:
-        from ..host.server import serve_forever
+        from ..host.serve import serve_forever
 
         # Without cross-origin isolation: isolated, the Pyodide kernel talks to the page
         # over SharedArrayBuffer (coincident), which loses cell replies now and then.

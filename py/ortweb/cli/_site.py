@@ -43,7 +43,7 @@ def add_site_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_site(args: argparse.Namespace) -> int:
-    from ..host.site import SiteError, build_site
+    from ..host.build.site import SiteError, build_site
 
     try:
         report = build_site(
@@ -65,11 +65,11 @@ def _row(values: list[float] | np.ndarray) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build the digits demo site, check it headless, print what was found; serve it."""
-    from ..host.assets import find_assets
     from ..host.browser import Browser
+    from ..host.build.assets import find_assets
+    from ..host.build.site import SiteError
     from ..host.demo import build_demo_site, check_demo, digits_model, serve_site
-    from ..host.server import serve_forever
-    from ..host.site import SiteError
+    from ..host.serve import serve_forever
 
     work = find_assets().root / "build" / "demo"
     out = args.out or work / "site"

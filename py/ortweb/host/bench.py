@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
+from ..testing.samples import matmul_relu_model
 from . import inpage
 from .browser import PyodidePage, Runtime
-from .samples import matmul_relu_model
 
 __all__ = [
     "FIXED_KEYS",
@@ -217,7 +217,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
 
 
 def _cache_dir() -> Path:
-    from .assets import find_assets
+    from .build.assets import find_assets
 
     return find_assets().root / "build" / "bench"
 

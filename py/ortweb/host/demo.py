@@ -26,8 +26,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from .assets import Assets, find_assets
 from .browser import Browser
+from .build.assets import Assets, find_assets
 from .sitepage import SiteContext, SitePage
 
 __all__ = [
@@ -95,7 +95,7 @@ def export_mlp(weights: list[np.ndarray], biases: list[np.ndarray], scale: float
     """
     from onnx import TensorProto, helper, numpy_helper
 
-    from .samples import IR_VERSION, OPSET
+    from ..testing.samples import IR_VERSION, OPSET
 
     nodes, inits = [], []
     current = INPUT
@@ -232,9 +232,9 @@ def build_demo_site(out: Path, model: DigitsModel, *,
 
     Returns
     -------
-    ortweb.host.site.SiteReport
+    ortweb.host.build.site.SiteReport
     """
-    from .site import build_site
+    from .build.site import build_site
 
     assets = assets or find_assets()
     inputs = demo_inputs(model, work or out.parent / f".{out.name}-inputs")

@@ -85,7 +85,7 @@ class ModulePage(PageKeeper):
 
     def __init__(self, runtime: Runtime, *, webgpu_build: str = "native",
                  packages: Sequence[Path] = (), wheels: Sequence[Path] = ()):
-        from ..host.packages import PackageError, resolve_for_pyodide
+        from ..host.build.packages import PackageError, resolve_for_pyodide
 
         self.runtime = runtime
         self.webgpu_build = webgpu_build

@@ -19,9 +19,9 @@ import pytest
 from ._page import ModulePage, OrtwebPage
 
 if TYPE_CHECKING:
-    from ..host.assets import Assets
     from ..host.browser import Browser, Runtime
-    from ..host.server import StaticServer
+    from ..host.build.assets import Assets
+    from ..host.serve import StaticServer
 
 __all__ = [
     "ortweb_assets",
@@ -154,7 +154,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _find_assets() -> Assets:
-    from ..host.assets import find_assets
+    from ..host.build.assets import find_assets
 
     # find_assets() may rewrite the browser wheel; xdist workers must not do it
     # at the same moment (a page could load a half-written file).
@@ -179,7 +179,7 @@ def ortweb_assets() -> Assets:
 @pytest.fixture(scope="session")
 def ortweb_server(ortweb_assets: Assets) -> Iterator[StaticServer]:
     """A loopback static server on a free port, serving the assets (one per xdist worker)."""
-    from ..host.server import StaticServer
+    from ..host.serve import StaticServer
 
     server = StaticServer(ortweb_assets.mounts())
     server.start()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..server import content_type_for
+from ..serve import content_type_for
 from .capture import PageLog
 
 __all__ = ["CdnMirror", "OfflineRouter", "cdn_mirror"]

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..assets import Assets, find_assets
-from ..server import StaticServer
+from ..build.assets import Assets, find_assets
+from ..serve import StaticServer
 from .launch import Browser
 from .page import PyodidePage
 

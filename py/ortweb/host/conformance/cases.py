@@ -157,7 +157,7 @@ def node_cache_dir() -> Path:
     """Where the generated node cases live: ``build/conformance/node-onnx-<version>``.
 
     Under ``$ORTWEB_CONFORMANCE_CACHE`` when set, else under the ``build`` folder
-    of ``$ORTWEB_HOME`` or of this checkout (as :func:`ortweb.host.assets.find_assets`,
+    of ``$ORTWEB_HOME`` or of this checkout (as :func:`ortweb.host.build.assets.find_assets`,
     without its wheel refresh, which costs 30 ms a call).
     """
     import onnx

@@ -148,7 +148,7 @@ def example_notebooks(assets: Assets) -> list[Path]:
 
 def write_example_models(dest: Path) -> list[Path]:
     """Write the models the example notebooks open into ``dest``."""
-    from . import samples
+    from ...testing import samples
 
     dest.mkdir(parents=True, exist_ok=True)
     written = []
@@ -350,7 +350,7 @@ def build_lite(
         The ORT-web WebGPU build to ship (``"native"``, the bridge's default, or
         ``"jsep"``); the plain wasm build always ships.
     assets : Assets, optional
-        ortweb's browser assets (default: :func:`ortweb.host.assets.find_assets`).
+        ortweb's browser assets (default: :func:`ortweb.host.build.assets.find_assets`).
     log : callable, optional
         Called with progress messages.
 

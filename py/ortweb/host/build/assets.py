@@ -51,7 +51,7 @@ class Assets:
 
     @property
     def compat_dir(self) -> Path:
-        """The drop-in ``onnxruntime`` package's source (see :mod:`ortweb.host.wheel`)."""
+        """The drop-in ``onnxruntime`` package's source (see :mod:`ortweb.host.build.wheel`)."""
         return self.root / "py" / "onnxruntime_compat" / "onnxruntime"
 
     @property
@@ -81,7 +81,7 @@ class Assets:
         return list(dict.fromkeys(files))
 
     def mounts(self) -> dict[str, Path]:
-        """URL prefix → folder, for :class:`ortweb.host.server.StaticServer`."""
+        """URL prefix → folder, for :class:`ortweb.host.serve.StaticServer`."""
         return {
             "/pyodide/": self.pyodide,
             "/ort/": self.ort,
@@ -110,7 +110,7 @@ class Assets:
 def find_assets() -> Assets:
     """The assets of ``ORTWEB_HOME`` or of the checkout this module lives in."""
     env = os.environ.get("ORTWEB_HOME")
-    return _checked(Path(env) if env else Path(__file__).resolve().parents[3])
+    return _checked(Path(env) if env else Path(__file__).resolve().parents[4])
 
 
 @functools.cache

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .. import __version__
+from ... import __version__
+from ..inpage import source as inpage_source
 from . import packages as _packages
 from .assets import Assets, find_assets
-from .inpage import source as inpage_source
 
 __all__ = [
     "CDN_ORT",
@@ -477,8 +477,8 @@ def build_site(
         On bad inputs, an unusable output folder, a template error, or an
         asset that does not match its pinned hash.
     """
-    from .._providers import normalize_providers
-    from ..errors import InvalidArgument
+    from ..._providers import normalize_providers
+    from ...errors import InvalidArgument
 
     if assets_mode not in ("local", "cdn"):
         raise SiteError(f"--assets must be 'local' or 'cdn', not {assets_mode!r}")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import HostError
+from ..errors import HostError
 
 __all__ = [
     "OFFLINE_LIST",

@@ -12,7 +12,7 @@ Two wheels, both reproducible (same sources and setuptools, same bytes, same sha
 setuptools builds each (its PEP 517 hook) from a staging folder with the files and a
 generated ``pyproject.toml``; ``SOURCE_DATE_EPOCH`` pins the zip's timestamps to
 1980-01-01. pyodide-lock writes the lock entries. Both come with the ``host`` extra:
-``build.py`` runs this file with the venv's Python (``python wheel.py ROOT``).
+``build.py`` runs this file with the venv's Python (``python -P build/wheel.py ROOT``).
 """
 
 from __future__ import annotations
