@@ -164,7 +164,7 @@ def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
 
 
 def load_host_module(name: str) -> ModuleType:
-    """A stdlib-only module of ortweb/host (``build.packages``), loaded by path: no venv.
+    """A stdlib-only module of ortweb/host (``build.offline_packages``), loaded by path: no venv.
 
     It joins stand-in packages whose paths are ortweb/host and its subpackages, so that
     its relative imports of the other stdlib-only modules there (``errors``) work
@@ -196,7 +196,7 @@ def assemble_pyodide(pyodide_npm: Path, provisa: Path, wanted: list[str]) -> lis
     among them. ``offline-packages.json`` records which packages are there and which
     are not. Returns the packages copied.
     """
-    packages_mod = load_host_module("build.packages")
+    packages_mod = load_host_module("build.offline_packages")
     PYODIDE_DIR.mkdir(parents=True, exist_ok=True)
     for name in ("pyodide.mjs", "pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm",
                  "python_stdlib.zip", "package.json"):

@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 
 from ortweb.host.build.assets import find_assets
-from ortweb.host.build.packages import (
+from ortweb.host.build.offline_packages import (
     PackageError,
     canonical_name,
     closure,
-    parse_requirements_file,
     read_offline,
-    resolve_offline,
 )
+from ortweb.host.build.requirements import parse_requirements_file, resolve_offline
 from wheelmaker import make_wheel, tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]

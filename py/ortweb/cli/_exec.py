@@ -11,7 +11,8 @@ from pathlib import Path
 from ..host import inpage
 from ..host.browser import PythonFailure, open_runtime
 from ..host.build.assets import find_assets
-from ..host.build.packages import PackageError, parse_requirements_file, resolve_for_pyodide
+from ..host.build.offline_packages import PackageError
+from ..host.build.requirements import parse_requirements_file, resolve_for_pyodide
 from . import UsageError
 
 __all__ = ["cmd_exec"]

@@ -12,7 +12,7 @@ caller that drives the host tools needs one ``except``::
     │                      ortweb.host.sitepage.SiteFailure is this class)
     ├── BrowserTimeout     ortweb.testing: a test ran past its timeout inside the browser
     ├── InBrowserError     ortweb.testing: a page's exception whose class the host cannot rebuild
-    ├── PackageError       ortweb.host.build.packages: a wheel or requirement cannot be had offline
+    ├── PackageError       ortweb.host.build.offline_packages: a wheel or requirement cannot be had offline
     └── UsageError         ortweb.cli: bad command-line input (exit status 2)
 
 ``ortweb.host.build.site.SiteError`` and ``ortweb.host.build.lite.LiteError`` belong under it

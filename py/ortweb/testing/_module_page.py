@@ -85,7 +85,8 @@ class ModulePage(PageKeeper):
 
     def __init__(self, runtime: Runtime, *, webgpu_build: str = "native",
                  packages: Sequence[Path] = (), wheels: Sequence[Path] = ()):
-        from ..host.build.packages import PackageError, resolve_for_pyodide
+        from ..host.build.offline_packages import PackageError
+        from ..host.build.requirements import resolve_for_pyodide
 
         self.runtime = runtime
         self.webgpu_build = webgpu_build

@@ -25,7 +25,7 @@ from .route import OfflineRouter
 from .runs import Runs
 
 if TYPE_CHECKING:
-    from ..build.packages import WheelInfo
+    from ..build.requirements import WheelInfo
     from .launch import Browser
 
 __all__ = ["PyodidePage"]
@@ -147,7 +147,7 @@ class PyodidePage:
                        folder: Path, prefix: str, packages: Sequence[str] = ()) -> list[str]:
         """Install wheels and requirements with micropip, offline (no package index).
 
-        Check them first with :func:`ortweb.host.build.packages.resolve_offline`: it gives
+        Check them first with :func:`ortweb.host.build.requirements.resolve_offline`: it gives
         the wheels in install order and names any requirement the page cannot meet.
 
         Parameters

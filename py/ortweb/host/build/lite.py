@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import packages as _packages
 from .assets import Assets, find_assets
+from .offline_packages import PackageError, closure, read_offline
+from .requirements import resolve_offline
 
 __all__ = [
     "EXAMPLE_MODELS",
@@ -136,8 +137,8 @@ def pyodide_closure(lock: dict[str, Any], names: Iterable[str],
         When a package is not in the lock, or is in ``unavailable`` (not offline).
     """
     try:
-        return _packages.closure(lock, names, unavailable)
-    except _packages.PackageError as exc:
+        return closure(lock, names, unavailable)
+    except PackageError as exc:
         raise LiteError(str(exc)) from None
 
 
@@ -173,9 +174,9 @@ def _stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
         raise LiteError(f"{assets.pyodide / 'pyodide-lock.json'} has no ortweb entry: run "
                         "`python3 build.py setup`")
     try:
-        unavailable = _packages.read_offline(assets.pyodide).unavailable
-        plan = _packages.resolve_offline(wheels, [], lock, unavailable)
-    except _packages.PackageError as exc:
+        unavailable = read_offline(assets.pyodide).unavailable
+        plan = resolve_offline(wheels, [], lock, unavailable)
+    except PackageError as exc:
         raise LiteError(f"--wheel: {exc}") from None
     wanted = [*wanted, *plan.lock_packages]
     if "onnxruntime" in lock["packages"]:

@@ -42,8 +42,9 @@ from typing import Any, Final
 
 from ... import __version__
 from ..inpage import source as inpage_source
-from . import packages as _packages
 from .assets import Assets, find_assets
+from .offline_packages import PackageError, closure, read_offline
+from .requirements import resolve_offline
 
 __all__ = [
     "CDN_ORT",
@@ -276,9 +277,9 @@ def _needed_packages(lock: dict[str, Any], python_files: Sequence[Path],
                 "--assets cdn to load it from Pyodide's CDN"
             )
     try:
-        return _packages.closure(lock, {*_BASE_PACKAGES, *imported.values(), *extra},
+        return closure(lock, {*_BASE_PACKAGES, *imported.values(), *extra},
                                  unavailable)
-    except _packages.PackageError as exc:
+    except PackageError as exc:
         raise SiteError(str(exc)) from None
 
 
@@ -549,10 +550,10 @@ def _write(
     # With the CDN every package of the official lock can be had; offline, only those
     # set-up obtained.
     unavailable: dict[str, Any] = {} if cdn else dict(
-        _packages.read_offline(assets.pyodide).unavailable)
+        read_offline(assets.pyodide).unavailable)
     try:
-        plan = _packages.resolve_offline(wheels, [], lock, unavailable)
-    except _packages.PackageError as exc:
+        plan = resolve_offline(wheels, [], lock, unavailable)
+    except PackageError as exc:
         raise SiteError(f"--wheel: {exc}") from None
     wheel_modules = {top for info in plan.wheels for top in info.top_level}
     packages = _needed_packages(

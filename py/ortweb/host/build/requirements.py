@@ -1,16 +1,9 @@
-"""Which Pyodide packages are available offline, and whether requirements can be met by them.
+"""Whether wheels and requirements can be installed offline in Pyodide.
 
-Standard library only at import: ``build.py`` loads this file by path (as it does
-``wheel.py``) before any virtual environment exists. Resolving requirements
-(:func:`resolve_offline`) needs ``packaging``, which the host extra brings.
-
-Set-up copies every package of the official Pyodide lock whose wheel it can obtain
-byte-identically (see ``build.py``), and writes :data:`OFFLINE_LIST` next to the
-lock: the packages it has (``available``) and the ones it has not
-(``unavailable``, with their import names). Pages drop the unavailable ones from
-the lock they boot with, so nothing ever asks the network for them, and an import
-of one fails with a message that names the package and says it is not available
-offline (see ``bridge_js/pyodide_boot.js``).
+A wheel's ``Requires-Dist`` lines and the requirements a user gives must each be met
+by a given wheel or by a Pyodide package available offline (:mod:`.offline_packages`);
+micropip then installs the same set in the page, with no network. Needs
+``packaging``, which the host extra brings.
 """
 
 from __future__ import annotations
@@ -19,32 +12,23 @@ import email.parser
 import json
 import re
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import HostError
+from .offline_packages import PackageError, canonical_name, closure, read_offline
 
 __all__ = [
-    "OFFLINE_LIST",
     "PYODIDE_MARKERS",
-    "OfflinePackages",
-    "PackageError",
     "Resolution",
     "WheelInfo",
-    "canonical_name",
-    "closure",
     "install_order",
     "parse_requirements_file",
-    "read_offline",
     "read_wheel",
     "resolve_for_pyodide",
     "resolve_offline",
 ]
-
-#: The file set-up writes next to ``pyodide-lock.json``.
-OFFLINE_LIST = "offline-packages.json"
 
 #: PEP 508 environment of Pyodide 0.27.7 (CPython 3.12.7 on Emscripten 3.1.58), for
 #: the markers of a wheel's ``Requires-Dist`` lines: the values micropip evaluates
@@ -63,106 +47,6 @@ PYODIDE_MARKERS: dict[str, str] = {
     "sys_platform": "emscripten",
     "extra": "",
 }
-
-
-class PackageError(HostError):
-    """A package or requirement cannot be had offline; the message names it and says why."""
-
-
-def canonical_name(name: str) -> str:
-    """The PEP 503 form of a distribution name (``Prompt_Toolkit`` → ``prompt-toolkit``).
-
-    The lock's keys are in this form, but its ``depends`` lists are not always
-    (``prompt_toolkit``), so every lookup goes through it.
-    """
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def closure(lock: Mapping[str, Any], names: Iterable[str],
-            unavailable: Mapping[str, Any] | None = None) -> list[str]:
-    """``names`` and everything they depend on in ``lock``, as the lock's keys, sorted.
-
-    Parameters
-    ----------
-    lock : mapping
-        A parsed ``pyodide-lock.json``.
-    names : iterable of str
-        Package names, in any spelling.
-    unavailable : mapping, optional
-        Packages that must not be taken (keys in canonical form): those set-up
-        could not obtain.
-
-    Raises
-    ------
-    PackageError
-        Naming the package, and the package that required it, when it is not in
-        the lock or is unavailable offline.
-    """
-    packages = lock["packages"]
-    unavailable = unavailable or {}
-    version = lock.get("info", {}).get("version", "?")
-    seen: set[str] = set()
-    todo: list[tuple[str, str | None]] = [(canonical_name(n), None) for n in names]
-    while todo:
-        name, parent = todo.pop()
-        if name in seen:
-            continue
-        why = f" (required by {parent})" if parent else ""
-        if name not in packages:
-            raise PackageError(f"Pyodide package {name!r}{why} is not in Pyodide {version}'s lock")
-        if name in unavailable:
-            raise PackageError(
-                f"Pyodide package {name!r}{why} is not available offline: set-up could not "
-                "obtain a verified copy of its wheel (ortweb's offline packages are listed in "
-                "its README; a site built with --assets cdn loads the others online)"
-            )
-        seen.add(name)
-        todo.extend((canonical_name(d), name) for d in packages[name]["depends"])
-    return sorted(seen)
-
-
-@dataclass(frozen=True)
-class OfflinePackages:
-    """What :data:`OFFLINE_LIST` says.
-
-    Attributes
-    ----------
-    available : dict of str to str
-        Package → wheel file name, for every official package set-up copied.
-    unavailable : dict of str to list of str
-        Package → its import names, for every official package it could not copy.
-    source : str
-        Where the wheels came from.
-    """
-
-    available: dict[str, str]
-    unavailable: dict[str, list[str]]
-    source: str = ""
-
-    def to_json(self) -> str:
-        return json.dumps({"source": self.source, "available": self.available,
-                           "unavailable": self.unavailable}, indent=1, sort_keys=True) + "\n"
-
-
-def read_offline(pyodide_dir: Path) -> OfflinePackages:
-    """The offline list set-up wrote into ``pyodide_dir``.
-
-    Raises
-    ------
-    PackageError
-        When there is none (set-up has not run since it started writing it).
-    """
-    path = pyodide_dir / OFFLINE_LIST
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise PackageError(f"{path} is missing or unreadable ({exc}): run "
-                           "`python3 build.py setup`") from None
-    return OfflinePackages(dict(data["available"]), dict(data["unavailable"]),
-                           str(data.get("source", "")))
-
-
-# -- wheels and requirements ------------------------------------------------------------
 
 _WHEEL_RE = re.compile(
     r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$"
