@@ -10,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ortweb.host import samples
 from ortweb.host.browser import PythonFailure
 from ortweb.host.native import run_native
-from ortweb.testing import run_in_browser
+from ortweb.testing import run_in_browser, samples
 
 pytestmark = pytest.mark.browser
 

@@ -13,9 +13,8 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from ortweb.host import samples
 from ortweb.host.native import compare_all, run_native
-from ortweb.testing import run_in_browser
+from ortweb.testing import run_in_browser, samples
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ortweb.host import samples
-from ortweb.testing import run_in_browser
+from ortweb.testing import run_in_browser, samples
 
 pytestmark = [pytest.mark.browser, pytest.mark.webgpu]
 

@@ -15,9 +15,8 @@ import pytest
 
 import ortweb
 from ortweb import OrtValue
-from ortweb.host import samples
 from ortweb.host.native import run_native
-from ortweb.testing import run_in_browser
+from ortweb.testing import run_in_browser, samples
 from pagecode import aerror, error, gpu_buffer, install_in_page, webgpu_device
 
 pytestmark = [pytest.mark.browser, pytest.mark.webgpu]

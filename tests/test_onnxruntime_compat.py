@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from ortweb.host import samples
 from ortweb.host.native import run_native
-from ortweb.testing import run_in_browser
+from ortweb.testing import run_in_browser, samples
 
 pytestmark = pytest.mark.browser
 

@@ -19,9 +19,8 @@ import badinputs
 import ortweb
 from badinputs import CASES
 from ortweb import OrtValue
-from ortweb.host import samples
 from ortweb.host.native import run_native
-from ortweb.testing import run_in_browser
+from ortweb.testing import run_in_browser, samples
 from pagecode import aerror, install_in_page, webgpu_device
 
 pytestmark = pytest.mark.browser

@@ -17,8 +17,8 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from ortweb.host import samples
-from ortweb.host.samples import DTYPES
+from ortweb.testing import samples
+from ortweb.testing.samples import DTYPES
 
 NUMERIC = [t for t in DTYPES if t not in ("tensor(bool)", "tensor(string)")]
 

@@ -19,9 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ortweb.host import samples
 from ortweb.host.browser import find_chromium
-from ortweb.testing import _inpage, run_in_browser
+from ortweb.testing import _inpage, run_in_browser, samples
 from ortweb.testing._remote import _explain, rebuild
 from ortweb.testing._shipping import INLINE_LIMIT, dumps, ship_function
 from wheelmaker import make_wheel, tiny_wheels

@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..testing.samples import mlp_model
 from . import inpage
 from .browser import PyodidePage, Runtime
-from .samples import mlp_model
 
 __all__ = ["HEAP_GROWTH_BOUND", "SoakResult", "run_soak"]
 
