@@ -1,0 +1,71 @@
+"""``ortweb bench``: speed figures, each measured side by side with its anchor.
+
+A shared machine is noisy, so no figure is an absolute time taken
+alone: every comparison runs its two sides in alternating blocks (A, B, A, B, ...,
+the first side swapped every pair) in one run, a figure is computed per pair, and
+the report gives the median, min and max over the pairs. Timings are taken inside
+the page (``time.perf_counter`` in Python, ``performance.now()`` in JS), so the
+host's round trips to the page are never counted.
+
+Sections and what they compare:
+
+``bridge``
+    ``sess.run_async`` from Python vs the same ``session.run`` from plain JS, same
+    page, same ORT module, wasm EP: a tiny MatMul+Relu model and resnet50.
+``transfer``
+    ortweb's own hop for a feed (``to_wire`` + ``_encode``) and for an output
+    (``_read``), 1/16/64 MiB float32, next to a JS ``Float32Array.set``.
+``chain``
+    Two WebGPU models chained with the intermediate kept on the GPU vs a CPU round
+    trip, through ortweb and in plain JS, 1 and 16 MiB.
+``threads``
+    resnet50 on wasm with 2 threads vs 1 (two fresh pages), and ORT-web wasm (plain
+    JS, 1 thread) vs native onnxruntime on the host (1 thread).
+``cold``
+    Fresh browser contexts: ortweb's page to first inference vs Pyodide+numpy alone
+    plus onnxruntime-web alone to first inference.
+
+Modules: :mod:`.figures` (the goals, the statistics over pairs), :mod:`.plan`
+(rounds per section), :mod:`.models` (resnet50 folded, the chain's links),
+:mod:`.pages` (driving the bench pages), :mod:`.sections` (one function a
+section), :mod:`.run` (:func:`run_bench`), :mod:`.report` (table, Markdown, files).
+The in-page halves are ``host/inpage/bench_page.py`` and ``bench_cold.py``.
+"""
+
+from __future__ import annotations
+
+from .figures import (
+    FIXED_KEYS,
+    GOALS,
+    SECTIONS,
+    Goal,
+    alternate,
+    differences,
+    gbps,
+    ratios,
+    summarize,
+    verdict,
+)
+from .models import folded_resnet50
+from .plan import Plan
+from .report import render_markdown, render_table, write_outputs
+from .run import run_bench
+
+__all__ = [
+    "FIXED_KEYS",
+    "GOALS",
+    "SECTIONS",
+    "Goal",
+    "Plan",
+    "alternate",
+    "differences",
+    "folded_resnet50",
+    "gbps",
+    "ratios",
+    "render_markdown",
+    "render_table",
+    "run_bench",
+    "summarize",
+    "verdict",
+    "write_outputs",
+]

@@ -1,0 +1,119 @@
+"""The figures ``ortweb bench`` reports: their goals, and the statistics over pairs."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "FIXED_KEYS",
+    "GOALS",
+    "SECTIONS",
+    "Goal",
+    "Recorder",
+    "alternate",
+    "differences",
+    "gbps",
+    "ratios",
+    "summarize",
+    "verdict",
+]
+
+SECTIONS = ("bridge", "transfer", "chain", "threads", "cold")
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A figure's goal from issue 9: ``op`` is ``">="``, ``"<="`` or ``""`` (context)."""
+
+    label: str
+    unit: str
+    op: str = ""
+    target: float = 0.0
+
+    def text(self) -> str:
+        """The goal as the table shows it: ``">= 3"``, or ``"(context)"``."""
+        return f"{self.op} {self.target:g}" if self.op else "(context)"
+
+
+#: The fixed JSON keys, in table order, with their goals.
+GOALS: dict[str, Goal] = {
+    "bridge_ratio_resnet50": Goal("ortweb / plain JS per run, resnet50 wasm", "x", "<=", 1.03),
+    "bridge_extra_ms_tiny": Goal("ortweb - plain JS per run, MatMul+Relu wasm", "ms", "<=", 0.3),
+    "transfer_in_gbps_16mb": Goal("numpy -> ORT feed, 16 MiB", "GB/s", ">=", 3.0),
+    "transfer_in_gbps_64mb": Goal("numpy -> ORT feed, 64 MiB", "GB/s", ">=", 3.0),
+    "transfer_out_gbps_16mb": Goal("ORT output -> numpy, 16 MiB", "GB/s", ">=", 3.0),
+    "transfer_out_gbps_64mb": Goal("ORT output -> numpy, 64 MiB", "GB/s", ">=", 3.0),
+    "cold_start_ratio": Goal("ortweb first inference / (Pyodide+numpy + plain ORT)", "x",
+                             "<=", 1.10),
+    "gpu_chain_speedup_1mb": Goal("GPU-kept chain vs CPU round trip, 1 MiB (ortweb)", "x"),
+    "gpu_chain_speedup_16mb": Goal("GPU-kept chain vs CPU round trip, 16 MiB (ortweb)", "x",
+                                   ">=", 1.7),
+    "threads_speedup_resnet50": Goal("wasm 2 threads vs 1, resnet50", "x", ">=", 1.6),
+    "web_vs_native_resnet50": Goal("ORT-web wasm / native onnxruntime, 1 thread, resnet50",
+                                   "x"),
+}
+FIXED_KEYS = tuple(GOALS)
+
+
+def summarize(values: Iterable[float]) -> dict[str, Any]:
+    """``{median, min, max, n}`` of ``values`` (all None when there are none)."""
+    vals = [float(v) for v in values]
+    if not vals:
+        return {"median": None, "min": None, "max": None, "n": 0}
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals),
+            "n": len(vals)}
+
+
+def ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """``a[i] / b[i]`` for each interleaved pair (pairs must line up)."""
+    if len(a) != len(b):
+        raise ValueError(f"unpaired samples: {len(a)} vs {len(b)}")
+    return [x / y for x, y in zip(a, b, strict=True)]
+
+
+def differences(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """``a[i] - b[i]`` for each interleaved pair."""
+    if len(a) != len(b):
+        raise ValueError(f"unpaired samples: {len(a)} vs {len(b)}")
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
+def alternate(i: int) -> str:
+    """Which side goes first in pair ``i``: ``"py"`` on even pairs, ``"js"`` on odd,
+    so neither side always runs right after the other's warm caches."""
+    return "py" if i % 2 == 0 else "js"
+
+
+def gbps(nbytes: int, ms: float) -> float:
+    """Bytes moved in ``ms`` milliseconds, as GB/s (10**9 bytes per second)."""
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+def verdict(key: str, stats: Mapping[str, Any]) -> str:
+    """``"met"``/``"missed"`` (judged on the median), ``"context"``, or ``"not run"``."""
+    goal = GOALS.get(key)
+    median = stats.get("median")
+    if median is None:
+        return "not run"
+    if goal is None or not goal.op:
+        return "context"
+    ok = median >= goal.target if goal.op == ">=" else median <= goal.target
+    return "met" if ok else "MISSED"
+
+
+class Recorder:
+    """Samples by key; turned into ``{median, min, max, n}`` at the end."""
+
+    def __init__(self) -> None:
+        self.samples: dict[str, list[float]] = {}
+
+    def add(self, key: str, values: Iterable[float]) -> None:
+        """Append ``values`` to the samples of ``key``."""
+        self.samples.setdefault(key, []).extend(values)
+
+    def stats(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """:func:`summarize` of each key's samples (``n`` 0 for keys never added)."""
+        return {k: summarize(self.samples.get(k, [])) for k in keys}

@@ -1,0 +1,40 @@
+"""How many interleaved pairs and runs per block each bench section takes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["Plan"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many interleaved pairs and runs per block each section takes."""
+
+    bridge_models: tuple[str, ...] = ("tiny", "resnet50")
+    bridge_pairs: int = 8
+    tiny_k: int = 200
+    resnet_k: int = 2
+    #: The bridge's share of a resnet50 run is far below how widely single rounds
+    #: spread on a shared machine (README, Benchmarks): more rounds steady the median.
+    resnet_pairs: int = 16
+    transfer_sizes: tuple[int, ...] = (1, 16, 64)
+    transfer_pairs: int = 8
+    chain_sizes: tuple[int, ...] = (1, 16)
+    chain_pairs: int = 5
+    chain_k: Mapping[int, int] = field(default_factory=lambda: {1: 4, 16: 2})
+    threads_reps: int = 6
+    threads_k: int = 2
+    cold_reps: int = 4
+
+    @classmethod
+    def quick(cls) -> Plan:
+        """Fewer rounds: a look within minutes, not figures to quote (``--quick``)."""
+        return cls(bridge_pairs=5, tiny_k=100, resnet_k=2, resnet_pairs=6, transfer_pairs=4,
+                   chain_pairs=3, chain_k={1: 2, 16: 1}, threads_reps=3, threads_k=2,
+                   cold_reps=2)
+
+    def transfer_k(self, mb: int) -> int:
+        """Transfers per block at ``mb`` MiB: more of the small ones, at least 2."""
+        return max(2, 32 // mb)
