@@ -15,6 +15,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 
 from ortweb.host.conformance import cases as C
+from ortweb.host.conformance import protos
 from ortweb.host.conformance.classify import CARRIED_TYPES, Status
 from ortweb.host.conformance.report import KnownFailures, default_known_failures_path
 from ortweb.host.conformance.runner import run_browser, run_conformance
@@ -119,7 +120,7 @@ def test_fast_subset(runtime, subset, ep):
 
 def _case(name: str, graph: Any, feeds: list[np.ndarray], expected: list[np.ndarray]) -> C.Case:
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
-    inputs, outputs = C._graph_values(model)
+    inputs, outputs = protos.graph_values(model)
     return C.Case("node", name, model.SerializeToString(), inputs, outputs, feeds, expected)
 
 

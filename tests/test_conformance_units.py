@@ -9,16 +9,19 @@ import onnx
 import pytest
 
 from ortweb.host.conformance import cases as C
+from ortweb.host.conformance import protos
 from ortweb.host.conformance.classify import (
     CARRIED_TYPES,
     Outcome,
     Status,
     classify,
-    compare_values,
+    static_unsupported,
+)
+from ortweb.host.conformance.compare import compare_values
+from ortweb.host.conformance.reasons import (
     essence,
     load_webgpu_ops,
     ops_off_webgpu,
-    static_unsupported,
     unsupported_from_error,
 )
 from ortweb.host.conformance.report import (
@@ -99,10 +102,10 @@ def test_value_files_round_trip_through_protobuf():
         (np.array(["héllo", ""], dtype=object), str_type),
     ]
     for value, type_proto in values:
-        back = C._deserialize(C._serialize(value, type_proto, "v"), type_proto)
-        assert compare_values(back, C._normalize(value), 0.0, 0.0).ok
-    assert C.type_string(seq_type) == "seq(tensor(float))"
-    assert C.type_string(opt_type) == "optional(tensor(float))"
+        back = protos.deserialize(protos.serialize(value, type_proto, "v"), type_proto)
+        assert compare_values(back, protos.normalize(value), 0.0, 0.0).ok
+    assert protos.type_string(seq_type) == "seq(tensor(float))"
+    assert protos.type_string(opt_type) == "optional(tensor(float))"
 
 
 def test_light_case_uses_the_runner_inputs_and_model_tolerances():

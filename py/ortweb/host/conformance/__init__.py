@@ -2,8 +2,11 @@
 
 - :mod:`.cases` — the cases as data (model bytes, inputs, expected outputs,
   tolerances), from the installed ``onnx`` package; nothing here runs a model.
-- :mod:`.classify` — comparing outputs with the backend tests' rule and sorting
-  each case into ``pass`` / ``fail`` / ``native-fails`` / ``unsupported``.
+  :mod:`.protos` reads and writes their protobufs, :mod:`.node_cache` writes the
+  generated node cases once.
+- :mod:`.classify` — sorting each case into ``pass`` / ``fail`` /
+  ``native-fails`` / ``unsupported``: :mod:`.compare` compares outputs with the
+  backend tests' rule, :mod:`.reasons` reads what ORT-web's errors name.
 - :mod:`.runner` — native onnxruntime on the host, and the whole run per EP.
 - :mod:`.pages` — batches of cases through ortweb's Python API inside Pyodide
   pages, with crashed or hung pages replaced.

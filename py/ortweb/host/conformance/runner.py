@@ -16,17 +16,9 @@ from typing import Any
 from ..browser import Runtime
 from ..errors import PageFailure
 from .cases import Case
-from .classify import (
-    Outcome,
-    Status,
-    Verdict,
-    WebGpuOps,
-    classify,
-    load_webgpu_ops,
-    ops_off_webgpu,
-    static_unsupported,
-)
+from .classify import Outcome, Status, Verdict, classify, static_unsupported
 from .pages import make_batches, run_browser
+from .reasons import WebGpuOps, load_webgpu_ops, ops_off_webgpu
 
 __all__ = [
     "CaseResult",
