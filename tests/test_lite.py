@@ -26,12 +26,15 @@ import onnxruntime
 import pytest
 
 import ortweb
+from ortweb.host import HostError
 from ortweb.host.browser import Browser
 from ortweb.host.build.assets import find_assets
 from ortweb.host.build.lite import (
     EXAMPLE_MODELS,
     EXAMPLE_WHEELS,
     KERNEL_WORKER_DIR,
+    LiteError,
+    build_lite,
     pyodide_closure,
 )
 from ortweb.host.serve import StaticServer
@@ -324,6 +327,13 @@ def test_lite_refuses_to_replace_a_folder_it_did_not_make(tmp_path: Path) -> Non
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2 and "missing.onnx does not exist" in done.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_lite_errors_are_host_errors(tmp_path: Path) -> None:
+    # One `except HostError` catches what any host tool raises; RuntimeError as before.
+    with pytest.raises(HostError, match=r"missing\.onnx does not exist"):
+        build_lite(tmp_path / "new", models=[tmp_path / "missing.onnx"])
+    assert issubclass(LiteError, HostError) and issubclass(LiteError, RuntimeError)
 
 
 # -- the bridge installing itself (what the kernel's worker relies on) --------------------

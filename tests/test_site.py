@@ -24,6 +24,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from ortweb.cli import main as ortweb_main
+from ortweb.host import HostError
 from ortweb.host.browser import Browser, Runtime
 from ortweb.host.build.assets import find_assets
 from ortweb.host.build.site import (
@@ -384,6 +385,13 @@ def test_bad_inputs_are_refused(inputs: dict[str, Path], tmp_path: Path) -> None
     # An import no offline package provides: test_site_refuses_what_is_not_available_offline.
     with pytest.raises(SiteError, match="provider"):
         _build(inputs, tmp_path / "o", providers=["cuda"])
+
+
+def test_site_errors_are_host_errors(inputs: dict[str, Path], tmp_path: Path) -> None:
+    # One `except HostError` catches what any host tool raises about its own work.
+    with pytest.raises(HostError, match="--assets must be 'local' or 'cdn'"):
+        _build(inputs, tmp_path / "o", assets_mode="ftp")
+    assert issubclass(SiteError, HostError)
 
 
 def test_cdn_site_is_light_and_pinned(inputs: dict[str, Path], tmp_path: Path) -> None:

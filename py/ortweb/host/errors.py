@@ -12,11 +12,12 @@ caller that drives the host tools needs one ``except``::
     │                      ortweb.host.sitepage.SiteFailure is this class)
     ├── BrowserTimeout     ortweb.testing: a test ran past its timeout inside the browser
     ├── InBrowserError     ortweb.testing: a page's exception whose class the host cannot rebuild
-    ├── PackageError       ortweb.host.build.offline_packages: a wheel or requirement cannot be had offline
+    ├── PackageError       ortweb.host.build.offline_packages: a wheel or requirement
+    │                      cannot be had offline
+    ├── SiteError          ortweb.host.build.site (`ortweb site`): the site cannot be written
+    ├── LiteError          ortweb.host.build.lite (`ortweb lite`): the site cannot be built
+    │                      (also RuntimeError)
     └── UsageError         ortweb.cli: bad command-line input (exit status 2)
-
-``ortweb.host.build.site.SiteError`` and ``ortweb.host.build.lite.LiteError`` belong under it
-too; their modules still define them on their own bases.
 
 Errors of ortweb itself, raised inside the page (``ortweb.OrtWebError`` and its
 subclasses), are a separate tree: they are what the Python API says to its users.
@@ -24,7 +25,15 @@ subclasses), are a separate tree: they are what the Python API says to its users
 
 from __future__ import annotations
 
-__all__ = ["BrowserError", "HostError", "PageFailure", "PageUnresponsive", "PythonFailure"]
+__all__ = [
+    "BrowserError",
+    "HostError",
+    "LiteError",
+    "PageFailure",
+    "PageUnresponsive",
+    "PythonFailure",
+    "SiteError",
+]
 
 
 class HostError(Exception):
@@ -71,3 +80,16 @@ class PythonFailure(HostError, RuntimeError):
         super().__init__(traceback if message is None else message)
         self.type = type_
         self.traceback = traceback
+
+
+# Each site builder is split over several modules of ortweb.host.build, which all raise
+# its error: it lives here, beside the root, and the builder's main module re-exports it.
+class SiteError(HostError):
+    """``ortweb site`` cannot write the site; the message says why and what to do."""
+
+
+class LiteError(HostError, RuntimeError):
+    """``ortweb lite`` cannot build the site; the message says why and what to do.
+
+    Also a :class:`RuntimeError`, as it was before it joined :class:`HostError`.
+    """

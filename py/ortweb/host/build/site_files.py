@@ -1,0 +1,207 @@
+"""A site's files as ``ortweb site`` writes them, with what it records about each.
+
+Every file is written through a :class:`SiteWriter`, which keeps its size and
+digests: sha256 for ``ortweb-manifest.json`` and the page's own checks, sha384 for
+subresource integrity (``integrity=`` attributes, the import map). :class:`PageLoads`
+collects what the page loads and how it checks each; :class:`SiteReport` is what a
+build wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import SiteError
+
+__all__ = [
+    "COI_SCRIPT",
+    "GENERATOR",
+    "MANIFEST_NAME",
+    "RESERVED",
+    "Digest",
+    "PageLoads",
+    "SiteFile",
+    "SiteReport",
+    "SiteWriter",
+    "digest_file",
+    "format_size",
+    "read_manifest",
+]
+
+MANIFEST_NAME: Final = "ortweb-manifest.json"
+#: The manifest's ``generator``: how a folder ``ortweb site`` wrote is told from others.
+GENERATOR: Final = "ortweb site"
+COI_SCRIPT: Final = "coi-serviceworker.min.js"
+#: The site's own top-level names, which a template's files must not take.
+RESERVED: Final = ("app", "ortweb", "pyodide", "ort", "wheels", "_headers", COI_SCRIPT,
+                   MANIFEST_NAME)
+
+
+@dataclass(frozen=True)
+class SiteFile:
+    """One file of a written site."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass
+class SiteReport:
+    """What :func:`ortweb.host.build.site.build_site` wrote."""
+
+    out: Path
+    files: list[SiteFile]
+    assets: str
+    providers: list[str]
+    packages: list[str]
+    title: str
+    template: Path
+
+    @property
+    def total_size(self) -> int:
+        """Bytes in the folder, the manifest included."""
+        return sum(f.size for f in self.files) + (self.out / MANIFEST_NAME).stat().st_size
+
+    def largest(self, count: int = 5) -> list[SiteFile]:
+        """The ``count`` largest files, largest first."""
+        return sorted(self.files, key=lambda f: (-f.size, f.path))[:count]
+
+    def summary(self, count: int = 5) -> str:
+        """Lines for a person: where, how big, the largest files."""
+        lines = [f"wrote {self.out} ({len(self.files) + 1} files, {format_size(self.total_size)}; "
+                 f"assets {self.assets}; providers {','.join(self.providers)}; "
+                 f"Pyodide packages {', '.join(self.packages)})",
+                 "largest files:"]
+        width = max((len(format_size(f.size)) for f in self.largest(count)), default=0)
+        for f in self.largest(count):
+            lines.append(f"  {format_size(f.size):>{width}}  {f.path}")
+        return "\n".join(lines)
+
+
+def format_size(size: int) -> str:
+    """``1536`` → ``'1.5 KB'`` (binary units, as the page shows them)."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest of a folder ``ortweb site`` wrote, or None."""
+    path = folder / MANIFEST_NAME
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("generator") != GENERATOR:
+        return None
+    return manifest
+
+
+# -- hashing --------------------------------------------------------------------------
+
+
+@dataclass
+class Digest:
+    """A file's size and digests."""
+
+    size: int
+    sha256: str
+    sha384: str
+
+    @property
+    def sri(self) -> str:
+        """Subresource-integrity value (``integrity=`` attribute, import maps)."""
+        return "sha384-" + self.sha384
+
+
+def _digest_bytes(data: bytes) -> Digest:
+    return Digest(len(data), hashlib.sha256(data).hexdigest(),
+                  base64.b64encode(hashlib.sha384(data).digest()).decode())
+
+
+def digest_file(path: Path) -> Digest:
+    """The size and digests of ``path``, read in chunks."""
+    h256, h384, size = hashlib.sha256(), hashlib.sha384(), 0
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h256.update(chunk)
+            h384.update(chunk)
+            size += len(chunk)
+    return Digest(size, h256.hexdigest(), base64.b64encode(h384.digest()).decode())
+
+
+# -- writing ----------------------------------------------------------------------------
+
+
+@dataclass
+class SiteWriter:
+    """Writes files under ``root`` and keeps each one's :class:`Digest` by its path."""
+
+    root: Path
+    digests: dict[str, Digest] = field(default_factory=dict)
+
+    def add_bytes(self, rel: str, data: bytes) -> Digest:
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        self.digests[rel] = _digest_bytes(data)
+        return self.digests[rel]
+
+    def add_file(self, rel: str, src: Path, expected_sha256: str | None = None) -> Digest:
+        """Copy ``src`` to ``rel``; with ``expected_sha256``, only if it matches that pin."""
+        digest = digest_file(src)
+        if expected_sha256 is not None and digest.sha256 != expected_sha256:
+            raise SiteError(
+                f"{src} does not match its pinned sha256 ({expected_sha256}, got {digest.sha256}): "
+                "run `python3 build.py setup` to restore the verified assets"
+            )
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, target)
+        self.digests[rel] = digest
+        return digest
+
+    def files(self) -> list[SiteFile]:
+        """Every file written so far, sorted by path."""
+        return [SiteFile(rel, d.size, d.sha256) for rel, d in sorted(self.digests.items())]
+
+
+@dataclass
+class PageLoads:
+    """What the page loads, for its config: files ``boot.js`` downloads with ``fetch()``
+    (checked against their sha256) and JS modules the browser imports (checked by the
+    import map's ``integrity``)."""
+
+    fetched: list[dict[str, Any]] = field(default_factory=list)
+    modules: list[dict[str, Any]] = field(default_factory=list)
+    #: The import map's ``integrity``: module URL → SRI.
+    integrity: dict[str, str] = field(default_factory=dict)
+
+    def fetch(self, url: str, digest: Digest, label: str,
+              name: str | None = None) -> dict[str, Any]:
+        """Add a fetched file; returns its entry (the config also names some directly)."""
+        entry = _asset_entry(url, digest, label, name)
+        self.fetched.append(entry)
+        return entry
+
+    def module(self, url: str, digest: Digest, label: str) -> None:
+        self.modules.append({"url": url, "size": digest.size, "label": label})
+        self.integrity[url if "://" in url else "./" + url] = digest.sri
+
+
+def _asset_entry(url: str, digest: Digest, label: str, name: str | None = None) -> dict[str, Any]:
+    """A fetched file's entry in the page's config."""
+    entry: dict[str, Any] = {"url": url, "size": digest.size, "sha256": digest.sha256,
+                             "label": label}
+    if name is not None:
+        entry["name"] = name
+    return entry
