@@ -4,11 +4,11 @@
  *
  * ORT-web ships several builds; a session is served by the smallest one that has
  * its execution provider:
- *  - `wasm`: `ort.wasm.min.mjs` + `ort-wasm-simd-threaded.wasm` (14 MB), CPU only;
- *  - `jsep`: `ort.min.mjs` + `ort-wasm-simd-threaded.jsep.wasm` (28 MB), the JS-kernel WebGPU EP;
- *  - `native`: `ort.webgpu.min.mjs` + `ort-wasm-simd-threaded.asyncify.wasm` (27 MB), the C++ WebGPU EP.
- * The WebGPU builds also run wasm, but up to 1.3x slower than the plain build,
- * so wasm-only sessions never load them.
+ *  - `wasm`: `ort.wasm.min.mjs` + `ort-wasm-simd-threaded.wasm`, the smallest, CPU only;
+ *  - `jsep`: `ort.min.mjs` + `ort-wasm-simd-threaded.jsep.wasm`, the JS-kernel WebGPU EP;
+ *  - `native`: `ort.webgpu.min.mjs` + `ort-wasm-simd-threaded.asyncify.wasm`, the C++ WebGPU EP.
+ * The WebGPU builds also run wasm, but slower than the plain build (README,
+ * *Benchmarks*), so wasm-only sessions never load them.
  * @module runtime
  */
 

@@ -6,14 +6,14 @@
  *
  * Pyodide 0.27's WebLoop schedules every zero-delay callback (each wake-up of an
  * asyncio task) with `window.postMessage`; in a worker it uses a `MessageChannel`.
- * Measured here (Chromium 156), an `await asyncio.sleep(0)` costs 0.25-0.29 ms the
- * first way and 0.13-0.20 ms the second. Every `await` of a bridge call pays one.
+ * An `await asyncio.sleep(0)` costs markedly less the second way (README, *Waiting
+ * for JavaScript*). Every `await` of a bridge call pays one.
  *
  * This is Pyodide's worker path, on the main thread: a new channel per callback.
- * One shared channel with a queue was faster still (0.08-0.13 ms) but in about one
- * run in five of tests/test_iobinding.py it left the renderer's main thread spinning
- * in native code during the WebGPU error-recovery test (0 hangs in 12 runs this
- * way, nor with Pyodide's own).
+ * One shared channel with a queue was faster still, but it sometimes left the
+ * renderer's main thread spinning in native code during tests/test_iobinding.py's
+ * WebGPU error-recovery test, which neither this way nor Pyodide's own ever did
+ * (README, *Benchmarks*).
  *
  * Same contract as Pyodide's `scheduleCallback(callback, delay)`: one callback per
  * task, delays over 2 ms go to `setTimeout`, so microtasks still run between two
@@ -38,8 +38,8 @@ export function createScheduler() {
  * Wake a waiting Python task in the microtask after a bridge call settles, as an
  * `await` in JavaScript resumes, instead of through a turn of the event loop.
  *
- * Even through a `MessageChannel`, a turn of Pyodide's event loop costs 0.13-0.20
- * ms here, more than a tiny wasm run itself. Resuming in a microtask skips the
+ * Even through a `MessageChannel`, a turn of Pyodide's event loop costs more than a
+ * tiny wasm run itself. Resuming in a microtask skips the
  * browser's task queue, but a task that awaits one call after another would then
  * never let the page run a task of its own (input, rendering, timers, other
  * asyncio callbacks). So microtask wake-ups chain for at most `budgetMs`; the first

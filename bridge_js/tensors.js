@@ -38,7 +38,8 @@ const POOL_MAX_BYTES = 256 * 1024 * 1024;
 /**
  * A typed array of `length` elements for ORT type `type`, reused from earlier
  * runs when one of that size is free: writing into memory already touched runs
- * at memcpy speed, while every new JS buffer costs a first touch (5-8x slower).
+ * at memcpy speed, while every new JS buffer pays for a first touch, several times
+ * slower.
  * Its previous contents are overwritten by the caller before use.
  * @param {string} type
  * @param {number} length

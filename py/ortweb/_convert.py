@@ -67,7 +67,7 @@ def _as_str(value: object) -> str:
 def wire_buffer(dtype: DType, dims: Sequence[int]) -> np.ndarray:
     """An uninitialised wire array the bridge fills with an output's bytes."""
     assert dtype.wire is not None, "strings have no wire buffer"
-    count = math.prod(dims)  # np.prod costs 30x more in Pyodide; a hot path
+    count = math.prod(dims)  # np.prod is far slower in Pyodide; a hot path
     return np.empty(count, dtype=dtype.wire)
 
 

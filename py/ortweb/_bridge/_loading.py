@@ -122,7 +122,7 @@ def get_bridge() -> Any:
 
 
 #: The bridge :func:`installed` saw last, for the per-run path: reading a property of
-#: ``globalThis`` makes a new proxy each time (10-20 µs on a tiny run's path).
+#: ``globalThis`` makes a new proxy each time, a cost a tiny run feels.
 _last_seen: Any = None
 
 

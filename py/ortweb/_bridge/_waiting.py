@@ -130,8 +130,8 @@ def _speed_up_event_loop(bridge: Any) -> None:
     chains short enough for the page to stay responsive). And on a page's main
     thread, where Pyodide 0.27 runs each asyncio callback from a
     ``window.postMessage`` task, the loop uses a ``MessageChannel`` as Pyodide itself
-    does in a worker: 0.13-0.20 ms a turn against 0.25-0.29 ms (measured here). Only
-    the transport changes: one callback per task, in order.
+    does in a worker, which turns the loop faster (README, *Waiting for JavaScript*).
+    Only the transport changes: one callback per task, in order.
 
     A page keeps Pyodide's own behaviour for both with
     ``globalThis.ortwebConfig = {fastEventLoop: false}`` set before ortweb is imported;
@@ -187,9 +187,9 @@ def block_on(awaitable: Awaitable[T]) -> T:
 
     A coroutine is stepped here rather than handed to ``run_sync`` whole: ``run_sync``
     wraps it in an asyncio Task, and starting that Task, waking it and reporting its
-    end each cost a turn of the event loop (2.0-2.7 ms per tiny ``run`` measured
-    here). Stepped here, each bridge call suspends once, on its own promise (0.5 ms);
-    anything else the coroutine awaits is waited for with ``run_sync`` as usual.
+    end each cost a turn of the event loop. Stepped here, each bridge call suspends
+    once, on its own promise; anything else the coroutine awaits is waited for with
+    ``run_sync`` as usual.
 
     Raises
     ------

@@ -24,8 +24,8 @@ class Wakeup:
     ``add_done_callback``, ``cancel``, ``result``) and hands it its wake-up callback;
     the bridge (``startThen``) calls :meth:`settled` in the microtask after the call
     settles, and that runs the callback at once, as an ``await`` in JavaScript
-    resumes: no turn of the event loop in between (0.13-0.20 ms each here, more than
-    a tiny wasm run). A real Future would reach the task through ``call_soon``, i.e.
+    resumes: no turn of the event loop in between (a turn costs more than a tiny
+    wasm run). A real Future would reach the task through ``call_soon``, i.e.
     that turn. The wake-up is entered with JSPI allowed (see :func:`waker`), as
     Pyodide's own callbacks are, so the woken task may call the synchronous API.
 
@@ -150,7 +150,7 @@ def waker() -> Any:
     """The one JS proxy of :func:`_wake_waiter`, which the bridge calls with JSPI
     allowed (``callPromising``), as Pyodide calls its own event-loop callbacks, so that
     the woken task may use the synchronous API. One proxy and an id per call: a
-    ``create_once_callable`` per call cost 15-20 µs here."""
+    ``create_once_callable`` per call cost more than the rest of the wake-up."""
     global _wake_proxy
     if _wake_proxy is None:
         _wake_proxy = create_proxy(_wake_waiter)

@@ -33,7 +33,7 @@ def node_cache_dir() -> Path:
 
     Under ``$ORTWEB_CONFORMANCE_CACHE`` when set, else under the ``build`` folder
     of ``$ORTWEB_HOME`` or of this checkout (as :func:`ortweb.host.build.assets.find_assets`,
-    without its wheel refresh, which costs 30 ms a call).
+    without the wheel refresh whose cost every call of it pays).
     """
     import onnx
 
