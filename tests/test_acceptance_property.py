@@ -29,7 +29,7 @@ from ortweb.errors import InvalidArgument
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 
-ELEM_TYPES = {
+ELEM_TYPES: dict[int, type] = {
     TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64,
     TensorProto.FLOAT16: np.float16, TensorProto.INT64: np.int64,
     TensorProto.INT32: np.int32, TensorProto.UINT8: np.uint8, TensorProto.BOOL: np.bool_,

@@ -8,7 +8,7 @@ the host compares them with native onnxruntime.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -19,7 +19,7 @@ from ortweb.testing import run_in_browser, samples
 pytestmark = pytest.mark.browser
 
 # Values that exercise each type's edges (extremes, NaN/Inf, -0.0, non-ASCII).
-_EDGE = {
+_EDGE: dict[str, list[Any]] = {
     "tensor(float)": [0.0, -0.0, 1.5, np.inf, -np.inf, np.nan],
     "tensor(double)": [1e300, -1e-300, np.pi, np.inf, np.nan, 0.0],
     "tensor(float16)": [65504.0, -65504.0, 6e-8, np.inf, np.nan, -0.0],
@@ -137,8 +137,10 @@ def test_dynamic_spatial_dims(ortweb_page, ortweb_providers, hw):
 
 
 def test_int64_inputs_and_outputs(ortweb_page, ortweb_providers):
-    feeds = {"ids": np.array([3, 0, 9, 9, 1], dtype=np.int64),
-             "table": np.random.default_rng(1).standard_normal((10, 3), dtype=np.float32)}
+    feeds: dict[str, np.ndarray] = {
+        "ids": np.array([3, 0, 9, 9, 1], dtype=np.int64),
+        "table": np.random.default_rng(1).standard_normal((10, 3), dtype=np.float32),
+    }
     run = _check(ortweb_page, samples.int64_model(), feeds, [ortweb_providers])
     assert run.outputs["argmax"].dtype == np.int64
     np.testing.assert_array_equal(run.outputs["ids_plus_one"], feeds["ids"] + 1)

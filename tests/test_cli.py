@@ -52,8 +52,10 @@ def test_usage_errors_exit_2(tmp_path):
 def test_run_with_inputs_outputs_and_json(tmp_path):
     model = tmp_path / "int64.onnx"
     model.write_bytes(samples.int64_model())
-    feeds = {"ids": np.array([4, 0, 7], np.int64),
-             "table": np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32)}
+    feeds: dict[str, np.ndarray] = {
+        "ids": np.array([4, 0, 7], np.int64),
+        "table": np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32),
+    }
     save_npz(tmp_path / "in.npz", feeds)
     result = ortweb("run", str(model), "-i", str(tmp_path / "in.npz"), "-o",
                     str(tmp_path / "out.npz"), "--compare-native", "--json")

@@ -271,7 +271,7 @@ def _string_arrays(draw: st.DrawFn) -> np.ndarray:
     shape = draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3))
     n = int(np.prod(shape, dtype=np.int64))
     # No NUL: numpy's fixed-width unicode strips trailing NULs, ORT strings do not.
-    text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+    text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"))
     values = draw(st.lists(text, min_size=n, max_size=n))
     a = np.empty(n, dtype=object)
     a[:] = values

@@ -133,7 +133,9 @@ async def test_preallocated_gpu_outputs(ortweb_page, models, x):
     # The user's buffer really holds the result: read it through a fresh wrapper.
     check = OrtValue.from_gpu_buffer(user_buf, np.float32, [2, 2])
     direct = await check.get_data()
-    for v in [*outs, check, binding._inputs["x"]]:
+    bound = binding._inputs["x"]
+    assert isinstance(bound, OrtValue)  # bound with bind_ortvalue_input
+    for v in [*outs, check, bound]:
         v.dispose()
     await sess.close_async()
     assert same is True

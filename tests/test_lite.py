@@ -244,8 +244,8 @@ def native(model: Path, x: np.ndarray) -> np.ndarray:
 
 def close(got: Any, want: np.ndarray, provider: str) -> None:
     # WebGPU shaders may order float32 sums differently from the CPU.
-    tol = {"rtol": 1e-3, "atol": 1e-5} if provider == "webgpu" else {"rtol": 1e-5, "atol": 1e-6}
-    np.testing.assert_allclose(np.asarray(got, np.float32), want, **tol)
+    rtol, atol = (1e-3, 1e-5) if provider == "webgpu" else (1e-5, 1e-6)
+    np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=rtol, atol=atol)
 
 
 # -- the site itself (no browser) -------------------------------------------------------

@@ -62,7 +62,7 @@ def test_tolerance_used_stays_sane_where_native_is_zero() -> None:
     # Relative to a native 1e-300 the error reads 1e+300; the tolerance used is
     # numpy.allclose's measure: within 1 passes, whatever the reference.
     c = compare("y", np.array([1e-6, 1.0]), np.array([1e-300, 1.0]))
-    assert c.ok and c.max_rel > 1e290
+    assert c.ok and c.max_rel is not None and c.max_rel > 1e290
     assert c.tolerance_used == pytest.approx(1e-6 / (1e-5 + 1e-3 * 1e-300))
     bad = compare("y", np.array([1e-4, 1.0]), np.array([0.0, 1.0]))
     assert not bad.ok and bad.tolerance_used == pytest.approx(10.0)
@@ -130,7 +130,7 @@ def test_string_against_number_is_dtype_mismatch() -> None:
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.uint64])
 def test_ints_exact(dtype: type) -> None:
-    want = np.array([0, 1, 2, 100], dtype)
+    want: np.ndarray = np.array([0, 1, 2, 100], dtype)
     assert compare("y", want.copy(), want).ok
     got = want.copy()
     got[3] = 101
@@ -165,8 +165,8 @@ def test_zero_size_ok() -> None:
 
 
 def test_compare_all_and_as_dict() -> None:
-    want = {"a": np.ones(2, np.float32), "b": np.arange(3)}
-    got = [np.ones(2, np.float32), np.arange(3) + 1]
+    want: dict[str, np.ndarray] = {"a": np.ones(2, np.float32), "b": np.arange(3)}
+    got: list[np.ndarray] = [np.ones(2, np.float32), np.arange(3) + 1]
     results = compare_all(["a", "b"], got, want)
     assert [r.ok for r in results] == [True, False]
     d = results[1].as_dict()

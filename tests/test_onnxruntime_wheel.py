@@ -94,7 +94,8 @@ def test_contents_are_the_drop_in_only(wheel: Path) -> None:
 def test_metadata(wheel: Path) -> None:
     meta = Parser().parsestr(_read(wheel, f"{DIST_INFO}/METADATA").decode())
     assert meta["Name"] == "onnxruntime" and meta["Version"] == VERSION
-    assert sorted(meta.get_all("Requires-Dist")) == ["numpy", "ortweb"]
+    requires = meta.get_all("Requires-Dist")
+    assert requires is not None and sorted(requires) == ["numpy", "ortweb"]
     assert b"Tag: py3-none-any" in _read(wheel, f"{DIST_INFO}/WHEEL")
 
 

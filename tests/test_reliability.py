@@ -38,7 +38,7 @@ X = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
 Z = np.ones((2, 3), np.float32)
 X2 = np.array([[1.5, -2.0], [3.25, 4.0]], np.float32)
 IDENT = np.arange(6, dtype=np.float32).reshape(2, 3)
-GOOD = {
+GOOD: dict[str, dict[str, np.ndarray]] = {
     "sym": {"x": X, "z": Z},
     "identity": {"x": IDENT},
     "str": {"x": np.array(["a", "b"], dtype=object)},

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,6 +83,7 @@ def test_rewritten_assert_explains_with_pytest_on_the_host(
     assert text.splitlines() == ["assert [1, 2, 3] == [1, 2, 4]", "  At index 2 diff: 3 != 4"]
     # Compiled from the host file's AST: the failing line is the host's.
     tb = info.value.__traceback__
+    assert tb is not None
     while tb.tb_next is not None:
         tb = tb.tb_next
     assert tb.tb_frame.f_code.co_filename == shipped.filename == str(Path(__file__).resolve())
@@ -116,7 +118,7 @@ def test_large_buffers_leave_the_pickle() -> None:
 def test_rebuilt_exception_points_at_the_page_frames(tmp_path: Path) -> None:
     source = tmp_path / "mod.py"
     source.write_text("def f():\n    x = 1\n    raise KeyError(x)\n")
-    desc = {
+    desc: dict[str, Any] = {
         "module": "pyodide.ffi", "qualname": "JsException", "message": "Error: nope",
         "pickled": None, "name": None, "cause": None, "context": None,
         "suppress_context": False,

@@ -201,6 +201,7 @@ def test_asarray_hint_is_runnable(d: DType) -> None:
 def test_lists_are_converted_to_the_declared_dtype(onnx_type, value, want) -> None:
     # Native onnxruntime runs np.array(value, dtype=<the input's dtype>) on a list.
     ((_, dtype, array),) = check_feeds([NodeArg("v", onnx_type, [])], {"v": value})
+    assert isinstance(array, np.ndarray)
     assert array.dtype == want.dtype and array.tolist() == want.tolist()
     assert dtype.onnx == onnx_type
 
@@ -326,6 +327,7 @@ def test_non_utf8_bytes_rejected_before_conversion() -> None:
     text = np.array([b"ok", b"\xff\xfe"], dtype=object)
     with pytest.raises(InvalidArgument, match="text"):
         for _arg, dtype, value in check_feeds([TEXT], {"text": text}):
+            assert isinstance(value, np.ndarray)
             to_wire(value, dtype)
 
 

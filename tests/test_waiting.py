@@ -40,7 +40,7 @@ def test_block_on_drives_every_kind_of_await(ortweb_page):
         return x + 1
 
     async def body():
-        steps = []
+        steps: list[object] = []
         await asyncio.sleep(0)  # a bare yield
         steps.append("sleep0")
         await asyncio.sleep(0.01)  # a timer (call_later over 2 ms)
@@ -115,7 +115,7 @@ async def test_event_loop_wakes_tasks_through_the_bridge(ortweb_page):
     assert _bridge.event_loop() == "ortweb"
     assert (await ortweb.runtime_info_async())["event_loop"] == "ortweb"
     loop = asyncio.get_event_loop()
-    order = []
+    order: list[int | str] = []
     micro = run_js("(f) => Promise.resolve().then(() => f())")
 
     def bad():
@@ -148,7 +148,7 @@ async def test_a_bridge_call_wakes_its_task_before_the_next_loop_turn(ortweb_pag
     assert (await ortweb.runtime_info_async())["bridge_wakeup"] == "microtask"
     sess = await ortweb.InferenceSession.create(models["two"], providers=["wasm"])
     x = np.arange(4, dtype=np.float32).reshape(2, 2)
-    order = []
+    order: list[str] = []
     # A timer lets the page run a task: the wake-ups before it may have used up
     # their chain's budget (the test's own Python code counts), this one starts anew.
     await asyncio.sleep(0.005)

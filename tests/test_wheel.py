@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import types
 import warnings
 import zipfile
 from pathlib import Path
@@ -280,6 +281,7 @@ def test_block_on_closes_the_coroutine() -> None:
         return 1
 
     coro = work()
+    assert isinstance(coro, types.CoroutineType)
     with pytest.raises(ortweb.OrtWebError):
         _bridge.block_on(coro)
     assert coro.cr_frame is None  # closed, so no "never awaited" warning later

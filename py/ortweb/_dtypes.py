@@ -11,9 +11,12 @@ holds the two tables to each other).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["DTYPES", "DType", "by_numpy", "by_onnx", "by_ort"]
 
@@ -97,8 +100,11 @@ def by_ort(name: str) -> DType:
     return found
 
 
-def by_numpy(dtype: np.dtype) -> DType | None:
-    """The ortweb type of a numpy dtype; unicode, bytes and object arrays map to string."""
+def by_numpy(dtype: npt.DTypeLike) -> DType | None:
+    """The ortweb type of a numpy dtype (or scalar type, or anything ``np.dtype`` takes).
+
+    Unicode, bytes and object arrays map to string.
+    """
     dtype = np.dtype(dtype)
     if dtype.kind in "OUS":
         return _BY_ONNX["tensor(string)"]
