@@ -3,15 +3,14 @@
 The plugin gives one headless Chromium per session (per xdist worker), one page per
 test module (Pyodide + numpy + ortweb) and, per test, ``ortweb_page`` and
 ``@run_in_browser``. ``other_page`` opens a page of a test's own for
-``@run_in_browser`` functions, where the module's page will not do. The older names
-below stay for tests that use them: ``runtime`` (server + browser), ``page`` (the
-module's page) and ``put_file``. The ``webgpu`` marker (skip without an adapter) is
-the plugin's.
+``@run_in_browser`` functions, where the module's page will not do. Tests that drive
+the module's page directly take ``ortweb_module_page`` (``.pyodide_page``,
+``.put_file()``). The ``webgpu`` marker (skip without an adapter) is the plugin's.
 
 Browser tests are marked ``browser``; they compare ortweb in the page with native
 onnxruntime on the host. No test may send a request off the local server or leave
-an uncaught error in the page: checked per test for ``ortweb_page``, per module for
-``page``.
+an uncaught error in the page: checked per test for ``ortweb_page`` and
+``other_page``, and over the whole module for the module's page.
 """
 
 from __future__ import annotations
@@ -23,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from ortweb.host.browser import PyodidePage, Runtime
+from ortweb.host.browser import Runtime
 from ortweb.testing import ModulePage, OrtwebPage
 
 _BROWSER_FIXTURES = {
-    "runtime", "page", "put_file", "other_page", "ortweb_page", "ortweb_module_page",
-    "ortweb_runtime", "ortweb_browser", "ortweb_webgpu", "ortweb_providers",
+    "other_page", "ortweb_page", "ortweb_module_page", "ortweb_runtime", "ortweb_browser",
+    "ortweb_webgpu", "ortweb_providers",
 }
 
 
@@ -38,18 +37,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
-def runtime(ortweb_runtime: Runtime) -> Runtime:
-    return ortweb_runtime
+def _uses_module_page(module: pytest.Module, items: list[pytest.Item]) -> bool:
+    return any(item.getparent(pytest.Module) is module
+               and "ortweb_module_page" in getattr(item, "fixturenames", ())
+               for item in items)
 
 
-@pytest.fixture(scope="module")
-def page(ortweb_module_page: ModulePage) -> Iterator[PyodidePage]:
-    p = ortweb_module_page.pyodide_page
-    blocked, errors = len(p.capture.blocked), len(p.capture.errors)
-    yield p
-    assert not p.capture.blocked[blocked:], f"requests left 127.0.0.1: {p.capture.blocked}"
-    assert not p.capture.errors[errors:], f"uncaught page errors: {p.capture.errors}"
+@pytest.fixture(scope="module", autouse=True)
+def _module_page_stays_offline_and_clean(request: pytest.FixtureRequest) -> Iterator[None]:
+    # Module-scoped fixtures (models written into the page) and tests that drive
+    # ``ortweb_module_page`` directly run outside any ``ortweb_page``'s own check, so
+    # the module's page is checked as a whole when the module is done. Modules that
+    # never use it get no page: asking for one would start the browser.
+    if not _uses_module_page(request.node, request.session.items):
+        yield
+        return
+    module_page: ModulePage = request.getfixturevalue("ortweb_module_page")
+    yield
+    # The page in use now; one discarded after a timeout took its log with it.
+    p = module_page.current
+    if p is not None:
+        assert not p.capture.blocked, f"requests left 127.0.0.1: {p.capture.blocked}"
+        assert not p.capture.errors, f"uncaught page errors: {p.capture.errors}"
 
 
 @pytest.fixture(autouse=True)
@@ -88,12 +97,6 @@ def other_page(request: pytest.FixtureRequest, ortweb_runtime: Runtime
             module_page.close()
 
     return open_page
-
-
-@pytest.fixture(scope="module")
-def put_file(ortweb_module_page: ModulePage, page: PyodidePage) -> Callable[[str, bytes], str]:
-    """Write bytes into the module page's file system; returns the path there."""
-    return ortweb_module_page.put_file
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,10 @@ from ortweb.host import bench
 
 
 @pytest.mark.browser
-def test_small_bench_reports_every_fixed_key(runtime, tmp_path) -> None:
+def test_small_bench_reports_every_fixed_key(ortweb_runtime, tmp_path) -> None:
     plan = bench.Plan(bridge_models=("tiny",), bridge_pairs=2, tiny_k=5,
                       transfer_sizes=(16,), transfer_pairs=2)
-    result = bench.run_bench(runtime, plan, sections=["bridge", "transfer"], log=print)
+    result = bench.run_bench(ortweb_runtime, plan, sections=["bridge", "transfer"], log=print)
     bench.write_outputs(result, tmp_path / "r.json", tmp_path / "r.md")
     data = json.loads((tmp_path / "r.json").read_text())
 

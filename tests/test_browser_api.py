@@ -18,7 +18,8 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def models(put_file):
+def models(ortweb_module_page):
+    put_file = ortweb_module_page.put_file
     return {
         "sym": put_file("sym.onnx", samples.symbolic_dims_model()),
         "two": put_file("two.onnx", samples.two_outputs_model()),
@@ -186,9 +187,9 @@ async def _load_error(ortweb_page, models, kind, value):
 
 
 @pytest.fixture
-def served_model(runtime):
+def served_model(ortweb_runtime):
     """The two-outputs model at a URL of the local server."""
-    with runtime.shared_folder() as (folder, prefix):
+    with ortweb_runtime.shared_folder() as (folder, prefix):
         (folder / "m.onnx").write_bytes(samples.two_outputs_model())
         yield prefix + "m.onnx"
 
@@ -276,7 +277,8 @@ def test_sync_api_through_run_python_async(ortweb_page, models):
     sess.close()
 
 
-def test_sync_api_from_run_python_says_what_to_do(page, models):
+def test_sync_api_from_run_python_says_what_to_do(ortweb_module_page, models):
+    page = ortweb_module_page.pyodide_page
     message = page.page.evaluate(f"""() => {{
         try {{
             pyodide.runPython(`
@@ -293,14 +295,16 @@ except ortweb.SyncUnavailable as exc:
     assert "runPythonAsync" in message and "await" in message, message
 
 
-def test_python_exception_reaches_host_with_traceback(page):
+def test_python_exception_reaches_host_with_traceback(ortweb_module_page):
+    page = ortweb_module_page.pyodide_page
     with pytest.raises(PythonFailure) as info:
         page.run_python("def f():\n    raise ValueError('boom')\nf()", filename="snippet.py")
     assert info.value.type == "ValueError"
     assert "snippet.py" in info.value.traceback and "boom" in info.value.traceback
 
 
-def test_requests_outside_loopback_are_blocked(runtime):
+def test_requests_outside_loopback_are_blocked(ortweb_runtime):
+    runtime = ortweb_runtime
     with runtime.new_page() as p:
         result = p.page.evaluate(
             "() => fetch('http://ortweb-blocked.invalid/probe').then(() => 'sent', e => 'refused')"
@@ -326,8 +330,9 @@ async def test_default_providers_prefer_webgpu(ortweb_page, models):
     await sess.close_async()
 
 
-def test_page_default_providers(runtime, models):
+def test_page_default_providers(ortweb_runtime, models):
     """The page's default (set by `ortweb exec --providers`) applies when none are named."""
+    runtime = ortweb_runtime
     with runtime.new_page(providers=["wasm"]) as p, runtime.shared_folder() as (folder, prefix):
         (folder / "m.onnx").write_bytes(samples.two_outputs_model())
         p.write_file(prefix + "m.onnx", "m.onnx")

@@ -41,8 +41,8 @@ def _meta(m: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def model_path(put_file):
-    return put_file("open_shapes.onnx", open_shapes_model())
+def model_path(ortweb_module_page):
+    return ortweb_module_page.put_file("open_shapes.onnx", open_shapes_model())
 
 
 @run_in_browser

@@ -92,9 +92,9 @@ def subset() -> list[C.Case]:
 
 
 @pytest.mark.parametrize("ep", ["wasm", pytest.param("webgpu", marks=pytest.mark.webgpu)])
-def test_fast_subset(runtime, subset, ep):
+def test_fast_subset(ortweb_runtime, subset, ep):
     known = KnownFailures.load(default_known_failures_path())
-    results = run_conformance(runtime, subset, [ep], known=known.lookup, log=lambda _: None)
+    results = run_conformance(ortweb_runtime, subset, [ep], known=known.lookup, log=lambda _: None)
     got = {r.case.name: r for r in results[ep][0]}
     wrong = {n: (str(r.status), r.verdict.reason) for n, r in got.items()
              if r.status not in _expected(ep, n)}
@@ -143,11 +143,11 @@ def _endless_loop() -> C.Case:
     return _case("endless_loop", graph, [np.array(0, np.float32)], [np.array(1e15, np.float32)])
 
 
-def test_a_hung_page_is_replaced_and_the_case_marked(runtime):
+def test_a_hung_page_is_replaced_and_the_case_marked(ortweb_runtime):
     cases = [C.load_case("node", "test_abs"), _endless_loop(), C.load_case("node", "test_add"),
              C.load_case("node", "test_acos")]
     logged: list[str] = []
-    outcomes, pages = run_browser(runtime, cases, "wasm", case_timeout=10, log=logged.append)
+    outcomes, pages = run_browser(ortweb_runtime, cases, "wasm", case_timeout=10, log=logged.append)
     hung = outcomes["node/endless_loop"]
     assert hung.error_type == "PageFailure" and "hung" in hung.error
     assert pages == 2
@@ -156,7 +156,7 @@ def test_a_hung_page_is_replaced_and_the_case_marked(runtime):
     assert any("endless_loop" in line for line in logged)
 
 
-def test_a_crashed_page_is_replaced_and_the_case_marked(runtime):
+def test_a_crashed_page_is_replaced_and_the_case_marked(ortweb_runtime):
     cases = [C.load_case("node", n) for n in ("test_abs", "test_add", "test_acos")]
     opened: list[Any] = []
     crashed: list[bool] = []
@@ -172,7 +172,7 @@ def test_a_crashed_page_is_replaced_and_the_case_marked(runtime):
                 page.goto("chrome://crash", timeout=10_000)
         return False
 
-    outcomes, pages = run_browser(runtime, cases, "wasm", on_idle=crash_first_page,
+    outcomes, pages = run_browser(ortweb_runtime, cases, "wasm", on_idle=crash_first_page,
                                   on_page=opened.append, log=lambda _: None)
     assert crashed and pages == 2
     failed = {k: v for k, v in outcomes.items() if not v.ok}

@@ -381,11 +381,11 @@ json.dumps(out)
 """
 
 
-def test_bridge_installs_itself_from_the_configured_url(page: Any, put_file: Any,
-                                                        runtime: Any) -> None:
-    model = put_file("mlp.onnx", samples.mlp_model())
-    out = page.run_json(_SELF_INSTALL.replace("MODEL", repr(model)))
-    base = runtime.server.url
+def test_bridge_installs_itself_from_the_configured_url(ortweb_module_page: Any,
+                                                        ortweb_runtime: Any) -> None:
+    model = ortweb_module_page.put_file("mlp.onnx", samples.mlp_model())
+    out = ortweb_module_page.pyodide_page.run_json(_SELF_INSTALL.replace("MODEL", repr(model)))
+    base = ortweb_runtime.server.url
     missing = f"{base}bridge/missing.js"
     assert out["missing"].startswith(f"cannot import the ortweb bridge from {missing}: ")
     assert out["url"] == f"{base}bridge/index.js"

@@ -32,7 +32,8 @@ def _named_nodes_model() -> bytes:
 
 
 @pytest.fixture(scope="module")
-def models(put_file):
+def models(ortweb_module_page):
+    put_file = ortweb_module_page.put_file
     return {
         "mlp": put_file("mlp.onnx", samples.mlp_model()),
         "two": put_file("two.onnx", samples.two_outputs_model()),

@@ -83,11 +83,11 @@ async def _describe_and_run(ortweb_page, path, x):
     return described, y
 
 
-def test_recogniser_metadata_props_and_outputs_equal_native(ortweb_page, put_file):
+def test_recogniser_metadata_props_and_outputs_equal_native(ortweb_page):
     model = _model(REC)
     native = _native(model)
     x = np.random.default_rng(1).random((1, 3, 48, 320), dtype=np.float32)
-    described, y = _describe_and_run(ortweb_page, put_file(REC, model), x)
+    described, y = _describe_and_run(ortweb_page, ortweb_page.put_file(REC, model), x)
     meta = native.get_modelmeta()
     assert described["meta"] == [meta.producer_name, meta.graph_name, meta.graph_description,
                                  meta.domain, meta.description, meta.version,

@@ -145,9 +145,9 @@ def app_site(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(scope="module")
-def browser(runtime: Runtime) -> Browser:
+def browser(ortweb_runtime: Runtime) -> Browser:
     # The session's Chromium: a second Playwright in the same thread cannot start.
-    return runtime.browser
+    return ortweb_runtime.browser
 
 
 @pytest.fixture(scope="module")

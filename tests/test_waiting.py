@@ -20,8 +20,8 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def models(put_file):
-    return {"two": put_file("two.onnx", samples.two_outputs_model())}
+def models(ortweb_module_page):
+    return {"two": ortweb_module_page.put_file("two.onnx", samples.two_outputs_model())}
 
 
 @run_in_browser
