@@ -9,9 +9,10 @@ stand-in session that offers only :class:`ortweb._iobinding.BindingSession`, and
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -24,6 +25,15 @@ from ortweb._metadata import NodeArg
 GPU_NAMES = ["webgpu", "WebGPU", "WEBGPU", "gpu", "GPU", "gpu-buffer", "GPU-Buffer"]
 CPU_NAMES = ["cpu", "CPU", "Cpu"]
 BAD_NAMES: list[Any] = ["tpu", "cuda", "", "web gpu", None, 0, b"cpu"]
+
+T = TypeVar("T")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` in a thread of its own: in a full run Playwright's sync API
+    keeps an event loop running on the main thread, where asyncio.run refuses."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def test_table() -> None:
@@ -140,7 +150,7 @@ def test_iobinding_cpu_any_case_runs(name: str) -> None:
     target = OrtValue.ortvalue_from_shape_and_type([2], np.float32, name)
     binding.bind_ortvalue_output("y", target)
     options = RunOptions()
-    asyncio.run(run_with_iobinding(session, binding, options))
+    _run(run_with_iobinding(session, binding, options))
     (feeds, fetches, given), = session.calls
     assert feeds["x"] is x and fetches == [("z", None), ("y", None)] and given is options
     z, y = binding.get_outputs()
@@ -173,19 +183,19 @@ def test_iobinding_refuses_unknown_device(name: Any) -> None:
 def test_run_with_iobinding_refusals() -> None:
     session = StandIn()
     with pytest.raises(InvalidArgument, match="expected an IOBinding of this session"):
-        asyncio.run(run_with_iobinding(session, IOBinding(StandIn())))
+        _run(run_with_iobinding(session, IOBinding(StandIn())))
     binding = IOBinding(session)
     with pytest.raises(InvalidArgument, match="no output is bound"):
-        asyncio.run(run_with_iobinding(session, binding))
+        _run(run_with_iobinding(session, binding))
     target = OrtValue.ortvalue_from_shape_and_type([2], np.float32)
     binding.bind_cpu_input("x", np.ones(2, np.float32))
     binding.bind_ortvalue_output("y", target)
     target.dispose()
     with pytest.raises(InvalidArgument, match="'y': the OrtValue bound was disposed"):
-        asyncio.run(run_with_iobinding(session, binding))
+        _run(run_with_iobinding(session, binding))
     binding.clear_binding_outputs()
     binding.bind_ortvalue_output("y", OrtValue.ortvalue_from_shape_and_type([3], np.float32))
     with pytest.raises(InvalidArgument, match=re.escape(
             "output 'y': the run produced shape [2], the OrtValue bound has [3]")):
-        asyncio.run(run_with_iobinding(session, binding))
+        _run(run_with_iobinding(session, binding))
     assert len(session.calls) == 1  # only the last one reached the session

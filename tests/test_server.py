@@ -520,6 +520,9 @@ def test_serve_forever_until_interrupt(site: Path) -> None:
         stderr=subprocess.PIPE,
         env=env,
         text=True,
+        # A shell's background job starts with SIGINT ignored, and Python keeps an
+        # ignored SIGINT ignored: give the server the default, as a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None
