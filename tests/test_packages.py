@@ -82,6 +82,14 @@ def test_resolve_orders_wheels_and_evaluates_markers(tmp_path: Path, lock: dict,
     old = make_wheel(tmp_path / "old", "tinydep", "0.5")
     with pytest.raises(PackageError, match=r"tinydep-0.5-py3-none-any.whl does not satisfy >=1"):
         resolve_offline([pkg, old], [], lock, unavailable)
+    # A direct URL would be fetched by micropip however it is set up: refused, for a
+    # requirement given and for one a wheel declares.
+    url = "numpy @ https://example.invalid/numpy-2.0.2-py3-none-any.whl"
+    with pytest.raises(PackageError, match=r"direct URL .*example.invalid.* offline"):
+        resolve_offline([], [url], lock, unavailable)
+    via = make_wheel(tmp_path / "via", "viaurl", "0.1", [url])
+    with pytest.raises(PackageError, match=r"required by viaurl 0.1.*direct URL"):
+        resolve_offline([via], [], lock, unavailable)
     native = tmp_path / "fast-1.0-cp312-cp312-manylinux_2_17_x86_64.whl"
     native.write_bytes(b"")
     with pytest.raises(PackageError, match="built for 'manylinux_2_17_x86_64'"):

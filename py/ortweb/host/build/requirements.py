@@ -226,6 +226,13 @@ def resolve_offline(
         req = Requirement(text)
         if req.marker is not None and not req.marker.evaluate(PYODIDE_MARKERS):
             continue
+        if req.url is not None:
+            # micropip downloads a `name @ URL` requirement whatever the index says.
+            problems.append(
+                f"{text!r} (required by {parent}): a direct URL ({req.url}) would be "
+                f"downloaded, and installs are offline; pass the wheel itself with {what}"
+            )
+            continue
         name = canonical_name(req.name)
         if name in given:
             version = given[name].version
