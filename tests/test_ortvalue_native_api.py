@@ -41,3 +41,15 @@ def test_from_numpy_with_onnx_type() -> None:
         OrtValue.ortvalue_from_numpy_with_onnx_type(np.ones(2, np.float32), TensorProto.FLOAT16)
     with pytest.raises(InvalidArgument, match=r"onnx_element_type.*got 99"):
         OrtValue.ortvalue_from_numpy_with_onnx_type(bits, 99)
+
+
+def test_shape_and_type_takes_onnx_element_type_numbers() -> None:
+    value = OrtValue.ortvalue_from_shape_and_type([2, 3], TensorProto.FLOAT)
+    theirs = native.OrtValue.ortvalue_from_shape_and_type([2, 3], TensorProto.FLOAT)
+    assert value.data_type() == theirs.data_type() == "tensor(float)"
+    assert value.shape() == theirs.shape() == [2, 3]
+    int64 = OrtValue.ortvalue_from_shape_and_type([4], TensorProto.INT64)
+    assert int64.data_type() == native.OrtValue.ortvalue_from_shape_and_type(
+        [4], TensorProto.INT64).data_type() == "tensor(int64)"
+    with pytest.raises(InvalidArgument, match="element_type"):
+        OrtValue.ortvalue_from_shape_and_type([2], 999)

@@ -32,7 +32,12 @@ __all__ = ["OrtValue", "live_cpu_values", "resolve_element_type"]
 _CPU_VALUES: weakref.WeakSet[OrtValue] = weakref.WeakSet()
 
 def resolve_element_type(element_type: Any) -> _dtypes.DType:
-    """numpy dtype, ``'tensor(float)'`` or ``'float32'`` → DType."""
+    """numpy dtype, ``'tensor(float)'``, ``'float32'`` or an ONNX element type number
+    (``1`` is float, as native onnxruntime takes it) → DType."""
+    if isinstance(element_type, int) and not isinstance(element_type, bool):
+        for dtype in _dtypes.DTYPES:
+            if dtype.elem_type == element_type:
+                return dtype
     if isinstance(element_type, str):
         try:
             return _dtypes.by_onnx(element_type)

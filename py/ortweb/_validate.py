@@ -310,7 +310,8 @@ def _check_all(
 
 
 def check_output_names(outputs: Sequence[NodeArg], names: Any) -> list[str]:
-    """Resolve ``output_names`` (None = all) to a list, rejecting unknown names."""
+    """Resolve ``output_names`` (None or empty = all, as native) to a list, rejecting
+    unknown names."""
     known = [a.name for a in outputs]
     if names is None:
         return known
@@ -318,6 +319,8 @@ def check_output_names(outputs: Sequence[NodeArg], names: Any) -> list[str]:
         raise InvalidArgument(
             f"output_names: expected a list of output names or None, got {type(names).__name__}"
         )
+    if not names:
+        return known  # onnxruntime-web throws on an empty fetch list
     for n in names:
         if n not in known:
             raise InvalidArgument(
