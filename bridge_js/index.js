@@ -88,6 +88,8 @@ export const BRIDGE_VERSION = '0.1.0';
  * @property {(handle: number) => Promise<Envelope<boolean>>} release
  * @property {() => BridgeStats} stats
  * @property {(url: string) => Promise<Envelope<Uint8Array>>} fetchBytes
+ * @property {(url: string) => Promise<Envelope<{status: number, size: number}>>} probeUrl
+ *   HEAD: the status and the byte size (-1 when the server does not say)
  */
 
 /**
@@ -273,6 +275,18 @@ export function createBridge(options = {}) {
         throw err;
       }
       return new Uint8Array(await response.arrayBuffer());
+    }),
+    /**
+     * Whether a file is there and how long it is, without downloading it: external
+     * data files are checked before ORT-web fetches them.
+     * @param {string} url
+     */
+    probeUrl: (url) => enveloped(async () => {
+      const response = await fetch(url, { method: 'HEAD' });
+      const length = response.headers.get('Content-Length');
+      // A compressed response's length is not the file's.
+      const size = length === null || response.headers.get('Content-Encoding') ? -1 : Number(length);
+      return { status: response.status, size };
     }),
   };
   return bridge;

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from . import _bridge, _dtypes
+from ._external import URL_SCHEMES
 from ._metadata import (
     ModelMetadata,
     NodeArg,
@@ -16,14 +17,15 @@ from ._metadata import (
     node_args_from_bridge,
     node_args_from_model,
 )
-from ._onnxproto import parse_model
+from ._onnxproto import ModelInfo, parse_model
 from .errors import InvalidArgument, InvalidGraph, NoSuchFile
 
-__all__ = ["ModelDescription", "ModelSource", "describe_model", "load_model_bytes"]
+__all__ = [
+    "ModelDescription", "ModelSource", "describe_model", "load_model_bytes", "model_name",
+    "read_model",
+]
 
 ModelSource = str | bytes | bytearray | memoryview | os.PathLike[str]
-
-_URL_SCHEMES = {"http", "https", "blob", "data"}
 
 
 async def load_model_bytes(source: ModelSource) -> bytes:
@@ -48,7 +50,7 @@ async def load_model_bytes(source: ModelSource) -> bytes:
             "path_or_bytes: expected a file path, a URL or the model's bytes, "
             f"got {type(source).__name__}"
         )
-    if urlparse(source).scheme in _URL_SCHEMES:
+    if urlparse(source).scheme in URL_SCHEMES:
         return await _bridge.fetch_bytes(source)
     try:
         with open(source, "rb") as f:
@@ -90,21 +92,34 @@ def _onnx_type(ort_type: Any) -> str:
         return f"unknown({ort_type})"
 
 
+def model_name(source: ModelSource) -> str:
+    """How messages name a model: its path or URL, or that it came as bytes."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return "the model (given as bytes)"
+    return f"model {os.fspath(source)!r}"
+
+
+def read_model(model_bytes: bytes) -> ModelInfo | None:
+    """The model as ortweb's reader sees it, or None when it cannot read the bytes.
+
+    None is not an error here: onnxruntime-web is the authority on what loads, and
+    a model it loads is then described with what it reports.
+    """
+    try:
+        return parse_model(model_bytes)
+    except InvalidGraph:
+        return None
+
+
 def describe_model(
-    model_bytes: bytes, info: Mapping[str, Any], free_dimension_overrides: Mapping[str, int]
+    model: ModelInfo | None, info: Mapping[str, Any], free_dimension_overrides: Mapping[str, int]
 ) -> ModelDescription:
-    """Describe the model from its own bytes; from the bridge's ``info`` only when
-    ortweb's reader cannot parse them.
+    """Describe the model from its own bytes (read by :func:`read_model`); from the
+    bridge's ``info`` only when ortweb's reader could not parse them.
 
     ORT-web's ``inputMetadata`` turns a ``-1`` or unset dim into 4294967295 and a
     missing shape into rank 0, so its own description is the fallback, not the rule.
     """
-    try:
-        model = parse_model(model_bytes)
-    except InvalidGraph:
-        # ORT-web loaded bytes ortweb's small reader cannot: the runtime is the
-        # authority on what loads, so describe the model with what it reports.
-        model = None
     if model is None:
         return ModelDescription(
             node_args_from_bridge([{**e, "type": _onnx_type(e["type"])} for e in info["inputs"]]),

@@ -6,7 +6,9 @@ an unset dim arrives as 4294967295, an input without a shape as rank 0). So ortw
 reads the model's own ``ModelProto`` here: a minimal protobuf reader that walks only
 the fields it needs and jumps over everything else by its length, so a model of
 hundreds of megabytes is read in about the time it takes to walk its field headers
-(initializer data is never copied).
+(initializer data is never copied). It also lists the tensors whose data lives in
+external files (``data_location: EXTERNAL``), so a session can hand those files to
+onnxruntime-web.
 
 Field numbers are those of onnx's ``onnx.proto``.
 """
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from .errors import InvalidGraph
 
 __all__ = [
-    "ELEM_TYPE_NAMES", "ModelInfo", "ValueInfo", "parse_model",
+    "ELEM_TYPE_NAMES", "ExternalTensor", "ModelInfo", "ValueInfo", "parse_model",
 ]
 
 #: onnxruntime's names of ``TensorProto.DataType`` values, as in ``'tensor(float)'``.
@@ -31,6 +33,22 @@ ELEM_TYPE_NAMES = {
     23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2", 27: "float6e2m3",
     28: "float6e3m2",
 }
+
+#: Bits per element of each ``TensorProto.DataType`` with a fixed size (strings,
+#: 8, have none): the size of an external tensor whose ``length`` is not written.
+_ELEM_BITS = {
+    1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,
+    14: 64, 15: 128, 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4, 24: 8,
+    25: 2, 26: 2, 27: 6, 28: 6,
+}
+
+#: ``TensorProto.DataLocation.EXTERNAL``.
+_EXTERNAL = 1
+
+#: The key of a tensor's ``external_data`` entry naming its file, as serialized
+#: (field 1, length 8, "location"): a model without these bytes has no external
+#: tensor, so the walk through its nodes is skipped.
+_LOCATION_KEY = b"\n\x08location"
 
 Dim = int | str | None
 
@@ -61,6 +79,29 @@ class ValueInfo:
     doc_string: str = ""
 
 
+@dataclass(frozen=True)
+class ExternalTensor:
+    """A tensor whose data lives in a file beside the model.
+
+    Attributes
+    ----------
+    name : str
+        The tensor's name (an initializer's, or a node attribute's tensor).
+    location : str
+        The file, as the model writes it: relative to the model's folder.
+    offset : int
+        Where the tensor's bytes start in that file.
+    length : int or None
+        How many bytes it takes; None when the model writes no ``length`` and its
+        size cannot be computed from dims and type.
+    """
+
+    name: str
+    location: str
+    offset: int
+    length: int | None
+
+
 @dataclass
 class ModelInfo:
     """The parts of a ``ModelProto`` a session describes (see :func:`parse_model`)."""
@@ -79,16 +120,21 @@ class ModelInfo:
     inputs: list[ValueInfo] = field(default_factory=list)
     outputs: list[ValueInfo] = field(default_factory=list)
     initializer_names: set[str] = field(default_factory=set)
+    #: Tensors stored in external files, in the order the model lists them.
+    external: list[ExternalTensor] = field(default_factory=list)
 
 
 class _Reader:
     """Walks protobuf fields of ``buf[start:end]``; every index is into the whole buffer."""
 
-    __slots__ = ("buf", "what")
+    __slots__ = ("buf", "has_location", "what")
 
     def __init__(self, buf: bytes | memoryview, what: str) -> None:
         self.buf = buf
         self.what = what
+        # A fast search in C; a memoryview (rare: bytes come from load_model_bytes)
+        # cannot be searched without a copy, so its nodes are always walked.
+        self.has_location = not isinstance(buf, bytes) or _LOCATION_KEY in buf
 
     def fail(self, where: str, problem: str) -> InvalidGraph:
         return InvalidGraph(
@@ -238,18 +284,115 @@ def _value_info(r: _Reader, start: int, end: int, where: str) -> ValueInfo:
     return info
 
 
-def _tensor_name(r: _Reader, start: int, end: int, where: str) -> str:
+def _dims(r: _Reader, wire: int, value: object, where: str) -> list[int]:
+    if wire == _VARINT:
+        return [r.integer(wire, value, where)]
+    s, e = r.span(wire, value, where)  # packed, as protobuf 3 writes repeated ints
+    dims = []
+    while s < e:
+        dim, s = r.varint(s, e, where)
+        dims.append(dim - (1 << 64) if dim >= 1 << 63 else dim)
+    return dims
+
+
+def _external(
+    r: _Reader, name: str, entries: dict[str, str], dims: list[int], elem: int, where: str
+) -> ExternalTensor:
+    def number(key: str) -> int | None:
+        text = entries.get(key)
+        if text is None:
+            return None
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise r.fail(where, f"tensor {name!r} has external_data {key} {text!r}, "
+                                "not a non-negative integer")
+        return value
+
+    length = number("length")
+    if length is None and elem in _ELEM_BITS and all(d >= 0 for d in dims):
+        count = 1
+        for d in dims:
+            count *= d
+        length = (count * _ELEM_BITS[elem] + 7) // 8
+    return ExternalTensor(name, entries.get("location", ""), number("offset") or 0, length)
+
+
+def _tensor(r: _Reader, start: int, end: int, where: str, info: ModelInfo) -> str:
+    """A TensorProto's name; an external one is added to ``info.external``."""
     name = ""
-    for number, _wire, value in r.fields(start, end, where):
+    location = 0
+    entries: dict[str, str] = {}
+    dims: list[int] = []
+    elem = 0
+    for number, wire, value in r.fields(start, end, where):
         if number == 8:
             name = r.string(value, where)
+        elif number == 14:
+            location = r.integer(wire, value, where)
+        elif number == 13:
+            key = text = ""
+            for n, _w, v in r.fields(*r.span(wire, value, where), "external_data"):
+                if n == 1:
+                    key = r.string(v, "external_data")
+                elif n == 2:
+                    text = r.string(v, "external_data")
+            entries[key] = text
+        elif number == 1:
+            dims.extend(_dims(r, wire, value, where))
+        elif number == 2:
+            elem = r.integer(wire, value, where)
+    if location == _EXTERNAL:
+        info.external.append(_external(r, name, entries, dims, elem, where))
     return name
 
 
-def _graph(r: _Reader, start: int, end: int, info: ModelInfo) -> None:
-    where = "GraphProto"
+def _sparse(r: _Reader, start: int, end: int, where: str, info: ModelInfo) -> str:
+    """A SparseTensorProto's name (its values tensor's); its external parts are noted."""
+    name = ""
+    for n, w, v in r.fields(start, end, where):
+        if n == 1:
+            name = _tensor(r, *r.span(w, v, where), where, info)
+        elif n == 2:
+            _tensor(r, *r.span(w, v, where), where, info)
+    return name
+
+
+def _nodes_tensors(r: _Reader, start: int, end: int, where: str, info: ModelInfo) -> None:
+    """The tensors in a NodeProto's attributes (``Constant``'s value, subgraphs)."""
     for number, wire, value in r.fields(start, end, where):
-        if number == 2:
+        if number != 5:  # attribute
+            continue
+        for n, w, v in r.fields(*r.span(wire, value, where), "node attribute"):
+            if n in (5, 10):  # t, tensors
+                _tensor(r, *r.span(w, v, where), "attribute tensor", info)
+            elif n in (22, 23):  # sparse_tensor, sparse_tensors
+                _sparse(r, *r.span(w, v, where), "attribute sparse tensor", info)
+            elif n in (6, 11):  # g, graphs
+                _graph(r, *r.span(w, v, where), info, top=False)
+
+
+def _graph(r: _Reader, start: int, end: int, info: ModelInfo, top: bool = True) -> None:
+    """Read the main graph (``top``), or only the external tensors of a subgraph."""
+    where = "GraphProto" if top else "subgraph"
+    # A node's tensors can be external only when some tensor names a location.
+    nodes = r.has_location
+    for number, wire, value in r.fields(start, end, where):
+        if number == 1 and nodes:
+            _nodes_tensors(r, *r.span(wire, value, where), "node", info)
+        elif number == 5:
+            name = _tensor(r, *r.span(wire, value, where), "graph initializer", info)
+            if top:
+                info.initializer_names.add(name)
+        elif number == 15:  # sparse_initializer: named by its values tensor
+            name = _sparse(r, *r.span(wire, value, where), "sparse initializer", info)
+            if top:
+                info.initializer_names.add(name)
+        elif not top:
+            continue
+        elif number == 2:
             info.graph_name = r.string(value, where)
         elif number == 10:
             info.graph_doc_string = r.string(value, where)
@@ -261,22 +404,11 @@ def _graph(r: _Reader, start: int, end: int, info: ModelInfo) -> None:
             info.outputs.append(
                 _value_info(r, *r.span(wire, value, where), f"graph output {len(info.outputs)}")
             )
-        elif number == 5:
-            info.initializer_names.add(
-                _tensor_name(r, *r.span(wire, value, where), "graph initializer")
-            )
-        elif number == 15:  # sparse_initializer: named by its values tensor
-            s, e = r.span(wire, value, where)
-            for n, w, v in r.fields(s, e, "sparse initializer"):
-                if n == 1:
-                    info.initializer_names.add(
-                        _tensor_name(r, *r.span(w, v, "sparse initializer"), "sparse initializer")
-                    )
 
 
 def parse_model(data: bytes | bytearray | memoryview, what: str = "model") -> ModelInfo:
-    """Read a serialized ``ModelProto``'s metadata, graph inputs/outputs and the
-    names of its initializers.
+    """Read a serialized ``ModelProto``'s metadata, graph inputs/outputs, the
+    names of its initializers and its tensors stored in external files.
 
     Parameters
     ----------
@@ -331,6 +463,10 @@ def parse_model(data: bytes | bytearray | memoryview, what: str = "model") -> Mo
                 elif n == 2:
                     val = r.string(v, "metadata_props")
             info.metadata_props[key] = val
+        elif number == 25 and r.has_location:  # functions: their nodes' tensors
+            for n, w, v in r.fields(*r.span(wire, value, where), "FunctionProto"):
+                if n == 7:
+                    _nodes_tensors(r, *r.span(w, v, "FunctionProto"), "function node", info)
     if not has_graph:
         raise r.fail(where, f"no graph field in {len(buf)} bytes")
     return info

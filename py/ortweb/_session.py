@@ -18,9 +18,10 @@ import numpy as np
 from . import _bridge
 from ._create import create_from_plan, ort_session_options
 from ._devices import Locations, normalize_locations
+from ._external import DataFile, ExternalData, resolve_external_data
 from ._iobinding import Fetches, IOBinding, run_with_iobinding
 from ._metadata import ModelMetadata, NodeArg
-from ._model import ModelSource, describe_model, load_model_bytes
+from ._model import ModelSource, describe_model, load_model_bytes, model_name, read_model
 from ._options import RunOptions, SessionOptions
 from ._policy import ProviderPolicy, plan_providers
 from ._providers import provider_options as ep_options
@@ -54,6 +55,14 @@ class InferenceSession:
         Options onnxruntime-web's EP understands (WebGPU: ``preferredLayout``,
         ``validationMode``, ``forceCpuNodeNames``, ``*BufferCacheMode``) go into its
         ``executionProviders`` entry; others are dropped with a ``UserWarning``.
+    preferred_output_location : str or dict, optional
+        ``'gpu-buffer'`` (or ``{output: 'gpu-buffer'}``) leaves outputs on the GPU.
+    external_data : dict, optional
+        For a model saved with external data (``onnx.save(...,
+        save_as_external_data=True)``): each file the model's tensors name (their
+        ``location``, e.g. ``'model.onnx.data'``) → its bytes, a URL or a path in
+        Pyodide's file system. Needed for a model given as bytes; a model opened by
+        path or URL finds its files beside itself, and entries given here win.
 
     Notes
     -----
@@ -71,10 +80,12 @@ class InferenceSession:
         provider_options: Any = None,
         *,
         preferred_output_location: Locations = None,
+        external_data: ExternalData | None = None,
     ) -> None:
         self._handle = None
         _bridge.block_on(self._open(
-            path_or_bytes, sess_options, providers, preferred_output_location, provider_options
+            path_or_bytes, sess_options, providers, preferred_output_location, provider_options,
+            external_data,
         ))
 
     @classmethod
@@ -86,12 +97,14 @@ class InferenceSession:
         provider_options: Any = None,
         *,
         preferred_output_location: Locations = None,
+        external_data: ExternalData | None = None,
     ) -> InferenceSession:
         """Asynchronous constructor: ``sess = await InferenceSession.create(...)``."""
         self = cls.__new__(cls)
         self._handle = None
         await self._open(
-            path_or_bytes, sess_options, providers, preferred_output_location, provider_options
+            path_or_bytes, sess_options, providers, preferred_output_location, provider_options,
+            external_data,
         )
         return self
 
@@ -102,6 +115,7 @@ class InferenceSession:
         providers: Sequence[Any] | str | ProviderPolicy | None,
         preferred_output_location: Locations = None,
         provider_options: Any = None,
+        external_data: ExternalData | None = None,
     ) -> None:
         _bridge.get_bridge()  # outside a page with the bridge, say so before anything else
         if sess_options is not None and not isinstance(sess_options, SessionOptions):
@@ -117,12 +131,16 @@ class InferenceSession:
 
             set_num_threads(self._options.intra_op_num_threads)
         self._model_bytes = await load_model_bytes(path_or_bytes)
+        parsed = read_model(self._model_bytes)
+        self._external: list[DataFile] = await resolve_external_data(
+            parsed, path_or_bytes, external_data, model_name(path_or_bytes)
+        )
         info, timings, how = await create_from_plan(self._model_bytes, plan, self._ort_options())
         self._adopt(int(info["handle"]))
         self._provider = str(info["provider"])
         self._build = str(info["build"])
         self._report = make_report(plan, info, timings, how)
-        model = describe_model(self._model_bytes, info, self._options.free_dimension_overrides)
+        model = describe_model(parsed, info, self._options.free_dimension_overrides)
         self._inputs, self._outputs = model.inputs, model.outputs
         self._overridable, self._meta = model.overridable, model.meta
         self._feed_memo = FeedMemo()
@@ -136,7 +154,10 @@ class InferenceSession:
                 )
 
     def _ort_options(self) -> dict[str, Any]:
-        return ort_session_options(self._options, self._locations, self._ep_options)
+        options = ort_session_options(self._options, self._locations, self._ep_options)
+        if self._external:
+            options["externalData"] = [f.ort_entry() for f in self._external]
+        return options
 
     def _adopt(self, handle: int) -> None:
         old = getattr(self, "_finalizer", None)

@@ -357,7 +357,8 @@ class InferenceSession:
         One dict per provider; options onnxruntime-web does not understand are
         dropped with a warning naming them.
     **kwargs
-        ``preferred_output_location`` (ortweb's); anything else (native's
+        ``preferred_output_location`` and ``external_data`` (ortweb's: a model's
+        external data files as ``{location: bytes or URL}``); anything else (native's
         ``disabled_optimizers``, ...) is ignored with a warning naming it.
     """
 
@@ -371,7 +372,8 @@ class InferenceSession:
     ) -> None:
         self._source = path_or_bytes
         self._options = sess_options if sess_options is not None else SessionOptions()
-        self._extra = {k: kwargs.pop(k) for k in ("preferred_output_location",) if k in kwargs}
+        self._extra = {k: kwargs.pop(k) for k in ("preferred_output_location", "external_data")
+                       if k in kwargs}
         if kwargs:
             warnings.warn(
                 f"InferenceSession: arguments {sorted(kwargs)} have no effect in the browser "

@@ -33,8 +33,10 @@ __all__ = [
     "fetch_bytes",
     "get_choice",
     "meters",
+    "probe_url",
     "probe_webgpu",
     "put_choice",
+    "read_fs_file",
     "read_value",
     "release_later",
     "release_session",
@@ -103,11 +105,43 @@ async def fetch_bytes(url: str) -> bytes:
     return bytes(value.to_bytes())
 
 
+async def probe_url(url: str) -> tuple[int, int | None]:
+    """``(HTTP status, size in bytes or None when the server does not say)`` of ``url``,
+    from a HEAD request (nothing is downloaded)."""
+    value = (await call("probeUrl", url, context=f"probe {url}")).to_py()
+    size = int(value["size"])
+    return int(value["status"]), (None if size < 0 else size)
+
+
+def read_fs_file(path: str) -> Any:
+    """A file of Pyodide's file system as a JS ``Uint8Array``: read by Emscripten
+    straight into JavaScript, never copied through Python."""
+    import pyodide_js
+
+    return pyodide_js.FS.readFile(path)
+
+
+def _external_data(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for entry in entries:
+        data = entry["data"]
+        if isinstance(data, bytes | bytearray | memoryview):
+            data = to_js(memoryview(data))
+        out.append({"path": entry["path"], "data": data})
+    return out
+
+
 async def create_session(
     model: bytes, providers: Sequence[str], options: dict[str, Any]
 ) -> dict[str, Any]:
-    """Create an ORT-web session; returns handle, provider, skipped and metadata."""
+    """Create an ORT-web session; returns handle, provider, skipped and metadata.
+
+    ``options["externalData"]``, when there, is ORT-web's list of ``{path, data}``;
+    ``data`` may be bytes (copied into a ``Uint8Array``), a URL or a JS value.
+    """
     data = to_js(memoryview(model))
+    if "externalData" in options:
+        options = {**options, "externalData": _external_data(options["externalData"])}
     value = await call(
         "createSession", data, js_object(list(providers)), js_object(options),
         context="create session",

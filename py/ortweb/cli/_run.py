@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from ..host.inputs import load_npz, model_inputs, random_inputs, save_npz
 from ..host.native import Comparison, compare_all, run_native
 from . import UsageError
 
-__all__ = ["ModelRun", "cmd_run", "run_in_page"]
+__all__ = ["ModelRun", "cmd_run", "data_files", "run_in_page"]
 
 
 @dataclass
@@ -54,6 +55,44 @@ class ModelRun:
         }
 
 
+def data_files(model_path: Path, model: bytes) -> dict[str, Path]:
+    """The external data files ``model`` names (location → the file beside it).
+
+    Locations that leave the model's folder are left out: the page refuses them
+    with the model's own error (``InvalidGraph``), as it would any such model.
+
+    Raises
+    ------
+    UsageError
+        For a file that is not beside the model.
+    """
+    from .._external import check_location, tensor_list
+    from .._onnxproto import ExternalTensor, parse_model
+    from ..errors import InvalidGraph
+
+    try:
+        tensors = parse_model(model, what=str(model_path)).external
+    except InvalidGraph:
+        return {}  # the page says what is wrong with the model
+    by_location: dict[str, list[ExternalTensor]] = {}
+    for t in tensors:
+        by_location.setdefault(t.location, []).append(t)
+    files: dict[str, Path] = {}
+    for location, named in by_location.items():
+        try:
+            check_location(location, named[0].name, str(model_path))
+        except InvalidGraph:
+            continue
+        path = model_path.parent / location
+        if not path.is_file():
+            raise UsageError(
+                f"external data file {path} not found: model {model_path} keeps "
+                f"{tensor_list(named)} in {location!r}, beside itself"
+            )
+        files[location] = path
+    return files
+
+
 def run_in_page(
     runtime: Runtime,
     page: PyodidePage,
@@ -61,8 +100,13 @@ def run_in_page(
     feeds: dict[str, np.ndarray],
     providers: list[str],
     name: str = "model.onnx",
+    data: dict[str, Path] | None = None,
 ) -> ModelRun:
-    """Run ``model`` on ``feeds`` through ortweb inside ``page``; errors are kept, not raised."""
+    """Run ``model`` on ``feeds`` through ortweb inside ``page``; errors are kept, not raised.
+
+    ``data`` maps each external data file the model names (its location) to the file
+    on the host: each goes beside the model in the page, where the model finds it.
+    """
     result = ModelRun(name)
     with runtime.shared_folder() as (folder, prefix):
         (folder / "model.onnx").write_bytes(model)
@@ -70,6 +114,11 @@ def run_in_page(
         work = "/tmp/ortweb-run"
         page.write_file(prefix + "model.onnx", f"{work}/model.onnx")
         page.write_file(prefix + "inputs.npz", f"{work}/inputs.npz")
+        for i, (location, path) in enumerate((data or {}).items()):
+            # Served under a name of its own (a location may hold folders), and
+            # copied: the server refuses links that lead out of its folder.
+            shutil.copyfile(path, folder / f"data-{i}")
+            page.write_file(prefix + f"data-{i}", f"{work}/{location}")
         args = {"model": f"{work}/model.onnx", "inputs": f"{work}/inputs.npz",
                 "outputs": f"{work}/outputs.npz", "providers": providers}
         try:
@@ -128,9 +177,11 @@ def _execute(
             feeds = random_inputs(model_inputs(model), seed=args.seed, dims=dict(args.dim))
         except Exception as exc:
             raise UsageError(f"cannot make inputs for {model_path}: {exc}") from exc
-    run = run_in_page(runtime, page, model, feeds, providers, name=model_path.name)
+    data = data_files(model_path, model)
+    run = run_in_page(runtime, page, model, feeds, providers, name=model_path.name, data=data)
     if not run.error and args.compare_native:
-        native = run_native(model, feeds)
+        # By path: native onnxruntime finds the external data files beside it.
+        native = run_native(str(model_path) if data else model, feeds)
         run.comparisons = compare_all(
             list(run.outputs), list(run.outputs.values()), native, args.rtol, args.atol
         )

@@ -12,9 +12,10 @@ __all__ = ["Comparison", "compare", "run_native"]
 
 
 def run_native(
-    model: bytes, feeds: Mapping[str, np.ndarray], threads: int = 1
+    model: bytes | str, feeds: Mapping[str, np.ndarray], threads: int = 1
 ) -> dict[str, np.ndarray]:
-    """Run ``model`` in native onnxruntime (CPU) and return outputs by name."""
+    """Run ``model`` (its bytes, or its path: a model with external data needs the
+    path, to find its files) in native onnxruntime (CPU); returns outputs by name."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
