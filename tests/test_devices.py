@@ -130,6 +130,21 @@ class StandIn:
         return [{"y": 2 * x, "z": -x}[name] for name, _ in fetches]
 
 
+class OpenRank(StandIn):
+    """Output ``y`` declared without a shape: shown as ``[]``, but not a scalar."""
+
+    def get_outputs(self) -> list[NodeArg]:
+        return [NodeArg("y", "tensor(float)", [], rank_known=False),
+                NodeArg("z", "tensor(float)", ["n"])]
+
+
+def test_webgpu_output_of_undeclared_shape_is_not_allocated_as_a_scalar() -> None:
+    binding = IOBinding(OpenRank())
+    with pytest.raises(InvalidArgument, match=r"bind_output 'y' on webgpu: its shape "
+                                              r"\(not declared\) is not fixed.*shape="):
+        binding.bind_output("y", "webgpu")
+
+
 def test_the_session_interface_is_what_inference_session_offers() -> None:
     from ortweb import InferenceSession
 

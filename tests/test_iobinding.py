@@ -436,3 +436,27 @@ def test_iobinding_example_script_through_ortweb_exec(tmp_path):
     assert "-(x * 2) = [[-2.0, 4.0], [-6.0, -8.0]]" in result.stdout
     live = "live: {'sessions': 0, 'cpu_tensors': 0, 'gpu_tensors': 0, 'finalized': 0}"
     assert live in result.stdout
+
+
+@run_in_browser
+async def test_cpu_ortvalue_bound_on_a_gpu_output_gets_the_result(ortweb_page, models, x,
+                                                                 two_want):
+    # The session keeps outputs on the GPU; a CPU OrtValue bound as an output still
+    # receives the result (native accepts this), and ORT's GPU output is released.
+    sess = await ortweb.InferenceSession.create(models["two"], providers=["webgpu"],
+                                                preferred_output_location="gpu-buffer")
+    binding = sess.io_binding()
+    binding.bind_cpu_input("x", x)
+    double = OrtValue.ortvalue_from_numpy(np.zeros((2, 2), np.float32))
+    binding.bind_ortvalue_output("double", double)
+    binding.bind_output("negated", "cpu")
+    before = ortweb.live_handles()["gpu_tensors"]
+    for _ in range(3):
+        await sess.run_with_iobinding_async(binding)
+    after = ortweb.live_handles()["gpu_tensors"]
+    (got_double, got_negated) = binding.get_outputs()
+    assert got_double is double
+    np.testing.assert_array_equal(double.numpy(), two_want["double"])
+    np.testing.assert_array_equal(got_negated.numpy(), two_want["negated"])
+    assert after == before, (before, after)
+    await sess.close_async()

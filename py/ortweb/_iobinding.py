@@ -161,7 +161,8 @@ class IOBinding:
             self._check_preallocated(arg, value)
             self._outputs[name] = value
             return
-        if shape is None and all(isinstance(d, int) for d in arg.shape):
+        # An output declared without a shape shows [] but is not a scalar.
+        if shape is None and arg.rank_known and all(isinstance(d, int) for d in arg.shape):
             shape = arg.shape
         if shape is not None:
             value = OrtValue.ortvalue_from_shape_and_type(shape, dtype.numpy, "webgpu")
@@ -174,7 +175,8 @@ class IOBinding:
             return
         if self._session.output_location(name) != "gpu-buffer":
             raise InvalidArgument(
-                f"bind_output {name!r} on webgpu: its shape {format_shape(arg.shape)} is not "
+                f"bind_output {name!r} on webgpu: its shape "
+                f"{format_shape(arg.shape) if arg.rank_known else '(not declared)'} is not "
                 "fixed, so ORT must allocate it, and ORT-web decides that when the session is "
                 "created: create the session with preferred_output_location={"
                 f"{name!r}: 'gpu-buffer'}}, or pass shape= here"
@@ -245,20 +247,40 @@ async def run_with_iobinding(
         else:
             fetches.append((name, None))
     outputs = await session.execute_async(binding._inputs, fetches, run_options)
+    pairs = list(zip(bound.items(), outputs, strict=True))
+    # GPU outputs ORT allocated for this run: released here unless handed out.
+    fresh = {out.handle for (_, target), out in pairs if isinstance(out, _bridge.GpuOutput)
+             and not (isinstance(target, OrtValue) and target.handle == out.handle)}
+    made: list[OrtValue] = []
     results: list[OrtValue] = []
-    for (name, target), out in zip(bound.items(), outputs, strict=True):
-        if isinstance(target, OrtValue):
-            if target.handle is None:
-                _copy_into(name, target, out)
-            results.append(target)
-        elif isinstance(out, _bridge.GpuOutput):
-            if target == "cpu":
-                out = await _bridge.read_value(out.handle, True)
-                results.append(OrtValue.ortvalue_from_numpy(out))
+    try:
+        for (name, target), out in pairs:
+            if isinstance(target, OrtValue):
+                if target.handle is None:
+                    if isinstance(out, _bridge.GpuOutput):
+                        # The session leaves this output on the GPU
+                        # (preferred_output_location): bring it to the CPU value.
+                        fresh.discard(out.handle)
+                        out = await _bridge.read_value(out.handle, True)
+                    _copy_into(name, target, out)
+                results.append(target)
+            elif isinstance(out, _bridge.GpuOutput):
+                fresh.discard(out.handle)
+                if target == "cpu":
+                    made.append(OrtValue.ortvalue_from_numpy(
+                        await _bridge.read_value(out.handle, True)))
+                else:
+                    made.append(OrtValue._from_output(out))
+                results.append(made[-1])
             else:
-                results.append(OrtValue._from_output(out))
-        else:
-            results.append(OrtValue.ortvalue_from_numpy(out))
+                made.append(OrtValue.ortvalue_from_numpy(out))
+                results.append(made[-1])
+    except BaseException:
+        for value in made:
+            value.dispose()
+        for handle in fresh:
+            _bridge.dispose_value(handle)
+        raise
     binding._results = results
 
 
