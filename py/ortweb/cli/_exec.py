@@ -12,7 +12,11 @@ from ..host import inpage
 from ..host.browser import PythonFailure, open_runtime
 from ..host.build.assets import find_assets
 from ..host.build.offline_packages import PackageError
-from ..host.build.requirements import parse_requirements_file, resolve_for_pyodide
+from ..host.build.requirements import (
+    parse_requirements_file,
+    read_wheel,
+    resolve_for_pyodide,
+)
 from . import UsageError
 
 __all__ = ["cmd_exec"]
@@ -34,6 +38,14 @@ def cmd_exec(args: argparse.Namespace) -> int:
     for path in args.wheel:
         if not path.is_file():
             raise UsageError(f"--wheel {path} not found")
+    no_deps = []
+    for path in args.wheel_no_deps:
+        if not path.is_file():
+            raise UsageError(f"--wheel-no-deps {path} not found")
+        try:
+            no_deps.append(read_wheel(path))
+        except PackageError as exc:
+            raise UsageError(f"--wheel-no-deps {path}: {exc}") from None
     if args.requirements is not None and not args.requirements.is_file():
         raise UsageError(f"--requirements {args.requirements} not found")
     argv = list(args.args)
@@ -57,10 +69,12 @@ def cmd_exec(args: argparse.Namespace) -> int:
         with runtime.new_page(
             providers=args.providers, on_output=_stream, webgpu_build=args.webgpu_build
         ) as page:
-            if plan is not None:
+            if plan is not None or no_deps:
                 try:
-                    page.install_wheels(plan.wheels, requirements, folder, prefix,
-                                        plan.lock_packages)
+                    page.install_wheels(
+                        plan.wheels if plan else [], requirements, folder, prefix,
+                        plan.lock_packages if plan else [], no_deps=no_deps,
+                    )
                 except PythonFailure as exc:
                     print(exc.traceback, file=sys.stderr)
                     print(f"ortweb exec: installing the wheels failed (nothing of "

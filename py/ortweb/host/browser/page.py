@@ -144,7 +144,8 @@ class PyodidePage:
         return base64.b64decode(self.page.evaluate("(p) => window.ortwebReadFile(p)", fs_path))
 
     def install_wheels(self, wheels: Sequence[WheelInfo], requirements: Sequence[str],
-                       folder: Path, prefix: str, packages: Sequence[str] = ()) -> list[str]:
+                       folder: Path, prefix: str, packages: Sequence[str] = (), *,
+                       no_deps: Sequence[WheelInfo] = ()) -> list[str]:
         """Install wheels and requirements with micropip, offline (no package index).
 
         Check them first with :func:`ortweb.host.build.requirements.resolve_offline`: it gives
@@ -161,6 +162,9 @@ class PyodidePage:
             through which the wheels reach the page.
         packages : sequence of str
             The Pyodide packages they need (``Resolution.lock_packages``), loaded first.
+        no_deps : sequence of WheelInfo
+            Wheels installed last, as they are: their requirements are neither checked
+            nor installed (``ortweb exec --wheel-no-deps``).
 
         Returns
         -------
@@ -173,7 +177,7 @@ class PyodidePage:
             When micropip fails (its message says which requirement).
         """
         paths = []
-        for info in wheels:
+        for info in [*wheels, *no_deps]:
             # The page must see the original file name: micropip reads the name,
             # version and tags from it.
             served = f"{uuid.uuid4().hex}-{info.path.name}"
@@ -184,8 +188,8 @@ class PyodidePage:
             finally:
                 (folder / served).unlink()
             paths.append(target)
-        spec = json.dumps({"wheels": paths, "requirements": list(requirements),
-                           "packages": list(packages)})
+        spec = json.dumps({"wheels": paths[:len(wheels)], "requirements": list(requirements),
+                           "packages": list(packages), "no_deps": paths[len(wheels):]})
         code = f"ORTWEB_INSTALL = {json.dumps(spec)}\n" + inpage.source("install_wheels")
         return list(json.loads(self.run_python(code, filename="<ortweb install>")))
 

@@ -2,8 +2,9 @@
 # Runs inside Pyodide: installs wheels already written into the page's file system,
 # with micropip and no network. The host (or the site's boot.js) defines
 # ORTWEB_INSTALL, a JSON string {"wheels": [paths, in install order], "requirements":
-# [specs], "packages": [Pyodide packages they need]}, before this source; the host has
-# checked that every requirement can be met by those wheels and the page's lock.
+# [specs], "packages": [Pyodide packages they need], "no_deps": [paths]}, before this
+# source; the host has checked that every requirement of "wheels" can be met by those
+# wheels and the page's lock ("no_deps" wheels are installed as they are, unchecked).
 # Evaluates to a JSON list of what was installed.
 import importlib
 import json
@@ -40,5 +41,7 @@ for _path in _spec["wheels"]:
     await micropip.install("emfs:" + _path, deps=True, index_urls=[])
 if _spec["requirements"]:
     await micropip.install(_spec["requirements"], deps=True, index_urls=[])
+for _path in _spec.get("no_deps", []):
+    await micropip.install("emfs:" + _path, deps=False, index_urls=[])
 importlib.invalidate_caches()
 json.dumps(sorted(micropip.list()))
