@@ -126,13 +126,19 @@ def _check_dtype(arg: NodeArg, array: np.ndarray) -> _dtypes.DType:
     return expected
 
 
+def _text_elements(array: np.ndarray) -> np.ndarray:
+    """An object array whose elements that are not text become ``str()`` of
+    themselves, as native onnxruntime feeds them (``1`` → ``'1'``)."""
+    items = array.reshape(-1).tolist()
+    if all(isinstance(v, str | bytes) for v in items):
+        return array
+    text = np.empty(array.shape, dtype=object)
+    text.flat[:] = [v if isinstance(v, str | bytes) else str(v) for v in items]
+    return text
+
+
 def _check_strings(arg: NodeArg, array: np.ndarray) -> None:
     for index, value in enumerate(array.reshape(-1).tolist()):
-        if not isinstance(value, str | bytes):
-            raise InvalidArgument(
-                f"input {arg.name!r}: expected strings (tensor(string)), "
-                f"found an element of type {type(value).__name__} at flat index {index}"
-            )
         # ORT-web passes strings to its core as C strings: everything after a NUL
         # would be dropped silently, so refuse instead.
         if isinstance(value, bytes):
@@ -302,6 +308,8 @@ def _check_all(
             checked.append((arg, check_value(arg, value, "input"), value))
             continue
         array = _as_array(arg, value)
+        if array.dtype == object and arg.type == "tensor(string)":
+            array = _text_elements(array)
         dtype = _check_dtype(arg, array)
         _check_shape(arg, tuple(int(d) for d in array.shape))
         _check_size(arg, array, dtype)
