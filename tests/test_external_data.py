@@ -347,3 +347,72 @@ def test_cli_run_compare_native_carries_the_data_file(saved, tmp_path):
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert str(lone / DATA) in done.stderr and "'W1'" in done.stderr, done.stderr
+
+
+# -- ortweb site ----------------------------------------------------------------------------
+
+SITE_APP = '''\
+import json
+import os
+
+import numpy as np
+
+import ortweb
+
+x = np.array(json.loads(os.environ.get("X", "[[0.5, -1.0, 2.0, 0.25]]")), np.float32)
+print("FILES", sorted(os.listdir(".")))
+for source in (os.environ["ORTWEB_MODEL"], os.environ["ORTWEB_MODEL_URL"]):
+    sess = await ortweb.InferenceSession.create(source, providers=["wasm"])
+    (y,) = await sess.run_async(None, {"x": x})
+    print("RESULT", json.dumps(y.tolist()))
+    await sess.close_async()
+'''
+
+
+@pytest.mark.browser
+def test_site_ships_and_verifies_the_data_file(ortweb_runtime, saved, tmp_path):
+    from ortweb.host.build.site import build_site
+    from ortweb.host.serve import StaticServer
+    from ortweb.host.sitepage import SiteContext, SiteFailure
+
+    (tmp_path / "app.py").write_text(SITE_APP)
+    site = tmp_path / "site"
+    build_site(saved, tmp_path / "app.py", site, providers=["wasm"])
+    data = (saved.parent / DATA).read_bytes()
+    manifest = json.loads((site / "ortweb-manifest.json").read_text())
+    import hashlib
+
+    assert manifest["files"][f"app/{DATA}"] == {
+        "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    sess = ort.InferenceSession(str(saved), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"x": np.array([[0.5, -1.0, 2.0, 0.25]], np.float32)})[0]
+    browser = ortweb_runtime.browser
+    with StaticServer(site) as server:
+        with SiteContext(browser, server.url) as ctx, ctx.open(server.url) as page:
+            out = page.output()
+            assert not ctx.blocked
+        assert f"FILES ['app.py', '{MODEL}', '{DATA}']" in out, out
+        results = [json.loads(line.split(" ", 1)[1]) for line in out.splitlines()
+                   if line.startswith("RESULT ")]
+        assert len(results) == 2, out  # by path, by URL
+        for got in results:
+            np.testing.assert_allclose(np.array(got, np.float32), want, rtol=1e-3, atol=1e-4)
+        # A data file changed after `ortweb site` wrote it stops the page, named.
+        target = site / "app" / DATA
+        target.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+        with SiteContext(browser, server.url) as ctx:
+            with pytest.raises(SiteFailure, match=rf"app/{DATA} does not match the site's "
+                                                  "manifest"):
+                ctx.open(server.url, timeout=120)
+            assert not ctx.blocked
+
+
+def test_site_refuses_a_model_without_its_data_file(saved, tmp_path):
+    from ortweb.host.build.site import SiteError, build_site
+
+    (tmp_path / "app.py").write_text(SITE_APP)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / MODEL).write_bytes(saved.read_bytes())
+    with pytest.raises(SiteError, match=r"external data file .*model\.onnx\.data not found.*'W1'"):
+        build_site(tmp_path / "m" / MODEL, tmp_path / "app.py", tmp_path / "site",
+                   providers=["wasm"])

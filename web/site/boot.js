@@ -468,7 +468,8 @@ async function main() {
     defaultProviders: config.providers,
   });
   ui.status('loading Pyodide…');
-  const files = [config.model, config.script, ...config.files];
+  // The model's external data files (config.data) go beside it, under their names.
+  const files = [config.model, config.script, ...config.files, ...(config.data ?? [])];
   // The app's files download while Pyodide starts.
   const fileBytes = Promise.all(files.map((f) => bytesOf(absolute(f.url))));
   fileBytes.catch(() => {});
@@ -497,7 +498,12 @@ async function main() {
   const cwd = config.cwd;
   pyodide.FS.mkdirTree(cwd);
   const loaded = await fileBytes;
-  files.forEach((f, i) => pyodide.FS.writeFile(`${cwd}/${f.name}`, loaded[i]));
+  files.forEach((f, i) => {
+    const path = `${cwd}/${f.name}`;
+    // An external data file's location may hold folders.
+    pyodide.FS.mkdirTree(path.slice(0, path.lastIndexOf('/')));
+    pyodide.FS.writeFile(path, loaded[i]);
+  });
   pyodide.FS.mkdirTree('/ortweb_site');
   pyodide.FS.writeFile('/ortweb_site/_ortweb_site.py', await runnerBytes);
   pyodide.runPython("import sys\nif '/ortweb_site' not in sys.path: sys.path.append('/ortweb_site')");

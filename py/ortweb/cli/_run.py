@@ -14,11 +14,12 @@ import numpy as np
 
 from ..host import inpage
 from ..host.browser import PyodidePage, PythonFailure, Runtime, open_runtime
+from ..host.external_data import model_data_files
 from ..host.inputs import load_npz, model_inputs, random_inputs, save_npz
 from ..host.native import Comparison, compare_all, run_native
 from . import UsageError
 
-__all__ = ["ModelRun", "cmd_run", "data_files", "run_in_page"]
+__all__ = ["ModelRun", "cmd_run", "run_in_page"]
 
 
 @dataclass
@@ -53,44 +54,6 @@ class ModelRun:
             ],
             "compare_native": [c.as_dict() for c in self.comparisons],
         }
-
-
-def data_files(model_path: Path, model: bytes) -> dict[str, Path]:
-    """The external data files ``model`` names (location → the file beside it).
-
-    Locations that leave the model's folder are left out: the page refuses them
-    with the model's own error (``InvalidGraph``), as it would any such model.
-
-    Raises
-    ------
-    UsageError
-        For a file that is not beside the model.
-    """
-    from .._external import check_location, tensor_list
-    from .._onnxproto import ExternalTensor, parse_model
-    from ..errors import InvalidGraph
-
-    try:
-        tensors = parse_model(model, what=str(model_path)).external
-    except InvalidGraph:
-        return {}  # the page says what is wrong with the model
-    by_location: dict[str, list[ExternalTensor]] = {}
-    for t in tensors:
-        by_location.setdefault(t.location, []).append(t)
-    files: dict[str, Path] = {}
-    for location, named in by_location.items():
-        try:
-            check_location(location, named[0].name, str(model_path))
-        except InvalidGraph:
-            continue
-        path = model_path.parent / location
-        if not path.is_file():
-            raise UsageError(
-                f"external data file {path} not found: model {model_path} keeps "
-                f"{tensor_list(named)} in {location!r}, beside itself"
-            )
-        files[location] = path
-    return files
 
 
 def run_in_page(
@@ -177,7 +140,10 @@ def _execute(
             feeds = random_inputs(model_inputs(model), seed=args.seed, dims=dict(args.dim))
         except Exception as exc:
             raise UsageError(f"cannot make inputs for {model_path}: {exc}") from exc
-    data = data_files(model_path, model)
+    try:
+        data = model_data_files(model_path, model)
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from None
     run = run_in_page(runtime, page, model, feeds, providers, name=model_path.name, data=data)
     if not run.error and args.compare_native:
         # By path: native onnxruntime finds the external data files beside it.

@@ -12,7 +12,8 @@ size and sha256.
 Layout of a site::
 
     index.html  _headers  coi-serviceworker.min.js  ortweb-manifest.json
-    app/        the model, the script, --file files (the script's working directory)
+    app/        the model (with its external data files), the script, --file files
+                (the script's working directory)
     ortweb/     boot.js, sha256.js, site_runner.py, bridge/*.js
     pyodide/    pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, a trimmed lock, wheels
     ort/        onnxruntime-web builds for the chosen providers
@@ -33,6 +34,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 from ... import __version__
 from ..errors import SiteError
@@ -52,7 +54,7 @@ from .site_files import (
     read_manifest,
 )
 from .site_folder import check_out, replace_folder
-from .site_inputs import check_inputs, needed_packages, ort_files
+from .site_inputs import check_inputs, model_data, needed_packages, ort_files
 from .site_runtime import (
     CDN_ORT,
     CDN_PYODIDE,
@@ -169,15 +171,17 @@ def build_site(
     except InvalidArgument as exc:
         raise SiteError(str(exc)) from None
     python_files = check_inputs(model, script, files, wheels)
+    data = model_data(model, [script, *files])
     assets = assets or find_assets()
     template_dir = resolve_template(template, assets)
-    check_out(out, [model, script, *files, *wheels, template_dir, assets.root], force)
+    check_out(out, [model, *data.values(), script, *files, *wheels, template_dir, assets.root],
+              force)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.ortweb-", dir=out.parent))
     try:
         report = _write(
-            tmp, model=model, script=script, files=list(files), wheels=list(wheels),
+            tmp, model=model, data=data, script=script, files=list(files), wheels=list(wheels),
             title=title or script.name,
             providers=providers, template_dir=template_dir, assets_mode=assets_mode,
             webgpu_build=webgpu_build, assets=assets, python_files=python_files,
@@ -197,6 +201,7 @@ def _write(
     root: Path,
     *,
     model: Path,
+    data: dict[str, Path],
     script: Path,
     files: list[Path],
     wheels: list[Path],
@@ -235,6 +240,13 @@ def _write(
         loads.fetch(f"app/{path.name}", b.add_file(f"app/{path.name}", path), path.name,
                     name=path.name)
         for path in [model, script, *files]
+    ]
+    # The model's external data, beside it under the names its tensors give: the
+    # page checks each against the manifest as any file.
+    data_entries = [
+        loads.fetch(f"app/{quote(location)}", b.add_file(f"app/{location}", path), location,
+                    name=location)
+        for location, path in data.items()
     ]
 
     # ortweb's own JS and the in-page runner.
@@ -279,6 +291,7 @@ def _write(
         "model": model_entry,
         "script": script_entry,
         "files": extra_files,
+        "data": data_entries,
         "runner": runner_entry,
         "wheels": wheel_entries,
         "installer": installer_entry,

@@ -16,7 +16,7 @@ from ..errors import SiteError
 from .assets import Assets, find_assets
 from .offline_packages import PackageError, closure
 
-__all__ = ["check_inputs", "needed_packages", "ort_files"]
+__all__ = ["check_inputs", "model_data", "needed_packages", "ort_files"]
 
 #: Shipped in every site: what ``import ortweb`` loads.
 _BASE_PACKAGES: Final = ("numpy", "ortweb")
@@ -46,6 +46,29 @@ def check_inputs(model: Path, script: Path, files: Sequence[Path],
     for path in python_files:
         _check_python(path)
     return python_files
+
+
+def model_data(model: Path, others: Sequence[Path]) -> dict[str, Path]:
+    """The model's external data files (location → the file beside it), shipped
+    beside it in ``app/``.
+
+    Raises
+    ------
+    SiteError
+        For a file that is missing, a location that leaves the model's folder, or
+        one that takes the name of another input.
+    """
+    from ..external_data import model_data_files
+
+    try:
+        data = model_data_files(model)
+    except (ValueError, FileNotFoundError) as exc:
+        raise SiteError(str(exc)) from None
+    taken = {p.name for p in [model, *others]} & set(data)
+    if taken:
+        raise SiteError(f"the model's external data file {sorted(taken)[0]!r} has the name of "
+                        "another input: the script's working directory holds them side by side")
+    return data
 
 
 def _check_python(path: Path) -> None:
