@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import ortweb
 from ortweb.host import HostError
@@ -116,6 +118,11 @@ try:
     out["onnxruntime"] = onnxruntime.__version__
 except ImportError as exc:
     out["onnxruntime"] = repr(exc)
+# A model saved with external data, opened by its bare name: ext.onnx.data is beside it.
+sess = ortweb.InferenceSession("ext.onnx", providers=["wasm"])
+import numpy as np
+
+out["ext"] = sess.run(None, {"x": np.arange(8, dtype=np.float32).reshape(2, 4)})[0].tolist()
 print(json.dumps(out))""",
 ]
 
@@ -125,6 +132,23 @@ class LiteSite:
     out: Path
     stdout: str
     server: StaticServer
+
+
+def external_data_model(folder: Path) -> Path:
+    """``ext.onnx`` with its two weights in ``ext.onnx.data``, as ``onnx.save`` writes it."""
+    rng = np.random.default_rng(3)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])],
+        "ext", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 512])],
+        [numpy_helper.from_array(rng.standard_normal((4, 512), dtype=np.float32), "W"),
+         numpy_helper.from_array(rng.standard_normal((512,), dtype=np.float32), "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    folder.mkdir()
+    onnx.save_model(model, folder / "ext.onnx", save_as_external_data=True,
+                    location="ext.onnx.data", size_threshold=1024)
+    return folder / "ext.onnx"
 
 
 @pytest.fixture(scope="module")
@@ -147,13 +171,15 @@ def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteSite]:
     }))
     model = tmp / "identity.onnx"
     model.write_bytes(samples.identity_model("tensor(float)", [2]))
+    ext = external_data_model(tmp / "ext")
     pkg, dep = tiny_wheels(tmp / "dist")
     labels = tmp / USER_FILE
     labels.write_text("silence\nspeech\n")
     out = tmp / "site"
     done = subprocess.run(
         [sys.executable, "-m", "ortweb.cli", "lite", "--out", str(out),
-         "--notebooks", str(mine), "--model", str(model), "--wheel", str(pkg),
+         "--notebooks", str(mine), "--model", str(model), "--model", str(ext),
+         "--wheel", str(pkg),
          "--wheel", str(dep), "--file", str(labels)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
@@ -304,6 +330,7 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
     contents = json.loads((out / "api/contents/all.json").read_text())["content"]
     assert sorted(c["name"] for c in contents) == sorted(
         [*EXAMPLES, *EXAMPLE_MODELS, "mine.ipynb", WHEELS_NOTEBOOK, "identity.onnx",
+         "ext.onnx", "ext.onnx.data",
          "tinypkg-0.1-py3-none-any.whl", "tinydep-1.0-py3-none-any.whl", SILERO_WHEEL,
          USER_FILE])
     assert (out / "files/identity.onnx").read_bytes() == samples.identity_model(
@@ -416,6 +443,11 @@ def test_notebook_imports_the_preinstalled_wheels(
                                 "tinypkg-0.1-py3-none-any.whl"]
     if _has_onnxruntime():
         assert s["onnxruntime"] == "1.30.0"
+    # The model with external data, opened by its bare name beside its data file.
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    # Sums of mixed signs: wasm's kernels round the last bits differently from native.
+    np.testing.assert_allclose(np.asarray(s["ext"], np.float32),
+                               native(lite.out / "files/ext.onnx", x), rtol=1e-4, atol=1e-5)
 
 
 def test_notebook_runs_a_model_on_wasm_and_webgpu(

@@ -173,6 +173,17 @@ def _sizes(out: Path) -> dict[str, int]:
     return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
 
 
+def _data_files(model: Path) -> dict[str, Path]:
+    from ..external_data import model_data_files
+
+    if model.is_dir():
+        return {}  # a folder's files are copied as they are, data files included
+    try:
+        return model_data_files(model)
+    except (ValueError, FileNotFoundError) as exc:
+        raise LiteError(f"--model {model}: {exc}") from None
+
+
 def build_lite(
     out: Path,
     *,
@@ -196,7 +207,8 @@ def build_lite(
         Notebooks for the file browser: ``.ipynb`` files, or folders whose files all
         go in at the top (a file of the same name as an example's replaces it).
     models : sequence of Path
-        Model files for the file browser, next to the notebooks.
+        Model files for the file browser, next to the notebooks, each with the
+        external data files it names (beside it, under their names).
     files : sequence of Path
         Any other files for the file browser, next to the notebooks (a wheel here is
         only a file: a notebook installs it with ``micropip.install("emfs:NAME.whl")``).
@@ -236,6 +248,7 @@ def build_lite(
             raise LiteError(f"{path} does not exist")
     if webgpu_build not in ("native", "jsep"):
         raise LiteError(f"webgpu_build must be 'native' or 'jsep', got {webgpu_build!r}")
+    model_data = [_data_files(Path(m)) for m in models]  # a missing file stops us here
     _prepare_out(out)
     wanted = [*RUNTIME_PACKAGES, *KERNEL_PACKAGES, *(EXAMPLE_PACKAGES if examples else ()),
               *packages]
@@ -267,6 +280,12 @@ def build_lite(
                 shutil.copytree(path, contents, dirs_exist_ok=True)
             else:
                 shutil.copyfile(path, contents / path.name)
+        for data_files in model_data:
+            # A model's external data files go beside it, under the names its tensors
+            # give them, so that it opens by its bare name as it did where it was saved.
+            for location, data in data_files.items():
+                (contents / location).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(data, contents / location)
         say("running jupyter lite build")
         cmd = [sys.executable, "-m", "jupyterlite_core", "build", "--lite-dir", str(lite_dir),
                "--output-dir", str(out), "--contents", str(contents)]
