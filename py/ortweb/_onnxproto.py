@@ -284,6 +284,17 @@ def _value_info(r: _Reader, start: int, end: int, where: str) -> ValueInfo:
     return info
 
 
+def _entry(r: _Reader, wire: int, value: object, where: str, what: str) -> tuple[str, str]:
+    """A StringStringEntryProto (``metadata_props``, ``external_data``): key, value."""
+    key = text = ""
+    for n, _w, v in r.fields(*r.span(wire, value, where), what):
+        if n == 1:
+            key = r.string(v, what)
+        elif n == 2:
+            text = r.string(v, what)
+    return key, text
+
+
 def _dims(r: _Reader, wire: int, value: object, where: str) -> list[int]:
     if wire == _VARINT:
         return [r.integer(wire, value, where)]
@@ -333,12 +344,7 @@ def _tensor(r: _Reader, start: int, end: int, where: str, info: ModelInfo) -> st
         elif number == 14:
             location = r.integer(wire, value, where)
         elif number == 13:
-            key = text = ""
-            for n, _w, v in r.fields(*r.span(wire, value, where), "external_data"):
-                if n == 1:
-                    key = r.string(v, "external_data")
-                elif n == 2:
-                    text = r.string(v, "external_data")
+            key, text = _entry(r, wire, value, where, "external_data")
             entries[key] = text
         elif number == 1:
             dims.extend(_dims(r, wire, value, where))
@@ -456,12 +462,7 @@ def parse_model(data: bytes | bytearray | memoryview, what: str = "model") -> Mo
                     version = r.integer(w, v, "opset_import")
             info.opset_import[domain] = version
         elif number == 14:
-            key = val = ""
-            for n, _w, v in r.fields(*r.span(wire, value, where), "metadata_props"):
-                if n == 1:
-                    key = r.string(v, "metadata_props")
-                elif n == 2:
-                    val = r.string(v, "metadata_props")
+            key, val = _entry(r, wire, value, where, "metadata_props")
             info.metadata_props[key] = val
         elif number == 25 and r.has_location:  # functions: their nodes' tensors
             for n, w, v in r.fields(*r.span(wire, value, where), "FunctionProto"):
