@@ -42,6 +42,18 @@ export const config = {
 /** @type {Map<string, Promise<any>>} */
 const loaded = new Map();
 
+/** @type {((urls: string[]) => Promise<void>)|null} */
+let moduleCheck = null;
+
+/**
+ * Have `check` look at a build's module and Emscripten glue before they are
+ * imported: in a site's Web Worker no import map's `integrity` covers them.
+ * @param {((urls: string[]) => Promise<void>)|null} check
+ */
+export function checkModulesWith(check) {
+  moduleCheck = check;
+}
+
 /**
  * The build that serves `provider` under the current configuration.
  * @param {string} provider 'wasm' or 'webgpu'
@@ -60,7 +72,9 @@ export function loadBuild(build) {
   if (!spec) throw new Error(`unknown onnxruntime-web build '${build}' (expected one of ${Object.keys(BUILDS).join(', ')})`);
   let promise = loaded.get(build);
   if (!promise) {
-    promise = import(config.ortBaseURL + spec.module).then((ort) => {
+    const url = config.ortBaseURL + spec.module;
+    const glue = config.ortBaseURL + spec.wasm.replace(/\.wasm$/, '.mjs');
+    promise = Promise.resolve(moduleCheck?.([url, glue])).then(() => import(url)).then((ort) => {
       ort.env.wasm.wasmPaths = config.ortBaseURL;
       if (config.numThreads !== null) ort.env.wasm.numThreads = config.numThreads;
       if (config.logLevel !== null) ort.env.logLevel = config.logLevel;

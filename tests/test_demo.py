@@ -94,11 +94,14 @@ def test_features_of_simple_strokes() -> None:
 # -- the page ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def served(model: DigitsModel, tmp_path_factory: pytest.TempPathFactory):
-    site = tmp_path_factory.mktemp("demo") / "site"
-    build_demo_site(site, model)
+@pytest.fixture(scope="module", params=["worker", "main-thread"])
+def served(request: pytest.FixtureRequest, model: DigitsModel,
+           tmp_path_factory: pytest.TempPathFactory):
+    # The demo as people get it (Python in a Web Worker) and with --main-thread.
+    site = tmp_path_factory.mktemp("demo") / request.param
+    build_demo_site(site, model, worker=request.param == "worker")
     with serve_site(site) as server:
+        server.mode = request.param  # type: ignore[attr-defined]
         yield server
 
 
@@ -122,6 +125,7 @@ def context(browser: Browser, served) -> Iterator[SiteContext]:
 def page(context: SiteContext, served) -> Iterator[SitePage]:
     p = context.open(served.url)
     p.page.wait_for_function("() => window.digits.firstResultMs > 0", timeout=300_000)
+    assert p.evaluate("() => window.ortweb.mode") == served.mode
     yield p
     errors = list(p.errors)
     p.close()

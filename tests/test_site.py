@@ -669,7 +669,15 @@ def test_cdn_page_runs_and_refuses_a_changed_file(browser: Browser, inputs,
                          tamper=flip_last_byte("/pyodide.asm.wasm")) as ctx:
             with pytest.raises(SiteFailure, match="does not match the site's manifest"):
                 ctx.open(server.url, timeout=120)
-        # A module: the import map's integrity makes the browser refuse it.
+        # A module the Web Worker imports: checked against the manifest first.
+        with SiteContext(browser, server.url, cdn=_mirror(),
+                         tamper=flip_last_byte("/pyodide.mjs")) as ctx:
+            with pytest.raises(SiteFailure, match=r"pyodide\.mjs does not match the site's "
+                                                  "manifest"):
+                ctx.open(server.url, timeout=120)
+    # On the main thread, the import map's integrity makes the browser refuse it.
+    site = _build(inputs, tmp_path / "cdn-main", assets_mode="cdn", worker=False)
+    with StaticServer(site) as server:
         with SiteContext(browser, server.url, cdn=_mirror(),
                          tamper=flip_last_byte("/pyodide.mjs")) as ctx:
             with pytest.raises(SiteFailure, match=r"pyodide\.mjs(.|\n)*integrity"):

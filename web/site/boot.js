@@ -1,38 +1,23 @@
 // @ts-check
 /**
- * The bootstrap of a static site made by `ortweb site`.
+ * The bootstrap of a static site made by `ortweb site`: the page's side.
  *
- * Reads the JSON config that `index.html` carries (`#ortweb-config`), then:
- *  1. routes every fetch of a listed asset through a verifying download that
- *     shows bytes and a progress bar per asset and refuses a file whose size
- *     or sha256 differs from the manifest (JS modules are covered by the
- *     import map's `integrity`, wheels also by Pyodide's own lock check);
- *  2. keeps the model in Cache Storage, keyed by its sha256, so a second visit
- *     does not download it again;
- *  3. boots Pyodide with numpy and ortweb, installs the site's wheels (`--wheel`,
- *     verified like every file) with micropip and no package index, writes the
- *     model, the script and its files into the working directory, and runs the
- *     script (top-level await);
- *  4. shows Python's output in the on-page console and any error with its
- *     Python traceback, and publishes `window.ortweb`, through which page JS
- *     calls the Python functions the script defined.
- * Python's output is also mirrored to the browser console with the tag the
- * host tools recognise, so headless checks can read it.
+ * Reads the JSON config that `index.html` carries (`#ortweb-config`), draws the
+ * page's parts (status line, download list with a row per file, console, error
+ * box) and publishes `window.ortweb`, through which page JS calls the Python
+ * functions the script defined. The site's Python runs
+ *  - in a module Web Worker (`ortweb site --worker`, the default): `site_worker.js`
+ *    downloads and checks every file, boots Pyodide and runs the script there, and
+ *    tells the page what to show; the page's main thread never runs Python;
+ *  - or on the page's main thread (`--main-thread`): `in_page.js`.
+ * Either way every listed file is checked against the manifest's sha256 (JS
+ * modules of the page by the import map's `integrity`), the model is kept in
+ * Cache Storage by its sha256, and Python's output and tracebacks reach the page.
+ * Python's output is also mirrored to the browser console with the tag the host
+ * tools recognise, so headless checks can read it.
  * @module boot
  */
 import { printTagged } from './bridge/console_tag.js';
-import { installBridge } from './bridge/index.js';
-import { bootPyodide } from './bridge/pyodide_boot.js';
-import { sha256Hex } from './sha256.js';
-
-/**
- * @typedef {object} Asset
- * @property {string} url     relative to the page, or absolute (CDN)
- * @property {number} size    bytes
- * @property {string} sha256  lowercase hex
- * @property {string} [label] what the progress list calls it
- * @property {string} [name]  file name in Python's working directory
- */
 
 const configElement = document.getElementById('ortweb-config');
 if (!configElement) throw new Error('ortweb: this page has no #ortweb-config (the template must include {{ head }})');
@@ -187,189 +172,9 @@ function row(url, label, total) {
   return found;
 }
 
-// -- verified downloads -------------------------------------------------------------
-
-/** @type {Map<string, Asset>} absolute URL → asset, for everything fetched with fetch() */
-const assets = new Map();
-for (const asset of config.assets) assets.set(absolute(asset.url), asset);
 /** @type {Map<string, {label: string, size: number}>} absolute URL → JS module */
 const modules = new Map();
 for (const mod of config.modules ?? []) modules.set(absolute(mod.url), mod);
-
-const nativeFetch = globalThis.fetch.bind(globalThis);
-
-class IntegrityError extends Error {
-  /** @param {string} message */
-  constructor(message) {
-    super(message);
-    this.name = 'IntegrityError';
-  }
-}
-
-/**
- * The body of `response`, read chunk by chunk to move the progress bar.
- * @param {Response} response @param {ProgressRow} progress @param {number} size
- */
-async function readBody(response, progress, size) {
-  if (!response.body) {
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    progress.update(bytes.length);
-    return bytes;
-  }
-  const reader = response.body.getReader();
-  // The manifest knows the size: one buffer, no concatenation of chunks.
-  let buffer = new Uint8Array(size);
-  let loaded = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (loaded + value.length > buffer.length) {
-      const bigger = new Uint8Array(Math.max(buffer.length * 2, loaded + value.length));
-      bigger.set(buffer.subarray(0, loaded));
-      buffer = bigger;
-    }
-    buffer.set(value, loaded);
-    loaded += value.length;
-    progress.update(loaded);
-  }
-  return loaded === buffer.length ? buffer : buffer.slice(0, loaded);
-}
-
-/** @param {Asset} asset @param {Uint8Array} bytes */
-async function verify(asset, bytes) {
-  const got = bytes.length === asset.size ? await sha256Hex(bytes) : `(${bytes.length} bytes)`;
-  if (got !== asset.sha256) {
-    throw new IntegrityError(
-      `${asset.url} does not match the site's manifest: expected ${asset.size} bytes with sha256 ` +
-      `${asset.sha256}, got ${got}. The file was changed or damaged after \`ortweb site\` wrote it.`,
-    );
-  }
-}
-
-/**
- * Download `asset`, showing progress, and check it against the manifest.
- * @param {string} url absolute
- * @param {Asset} asset
- * @param {RequestInit} [init]
- */
-async function download(url, asset, init) {
-  const progress = row(url, asset.label ?? asset.url, asset.size);
-  try {
-    const integrity = init?.integrity;
-    const response = await nativeFetch(url, integrity ? { integrity } : undefined);
-    if (!response.ok) throw new Error(`cannot load ${asset.url}: HTTP ${response.status} ${response.statusText}`);
-    const bytes = await readBody(response, progress, asset.size);
-    await verify(asset, bytes);
-    progress.finish('done');
-    return bytes;
-  } catch (err) {
-    progress.finish('error');
-    // Some loaders (Pyodide's wasm instantiation among them) only log a failed
-    // fetch and then wait forever: fail the page here, loudly.
-    fail(err);
-    throw err;
-  }
-}
-
-/** @param {string} url */
-function contentType(url) {
-  const path = new URL(url).pathname;
-  if (path.endsWith('.wasm')) return 'application/wasm';
-  if (path.endsWith('.json')) return 'application/json';
-  if (path.endsWith('.mjs') || path.endsWith('.js')) return 'text/javascript';
-  if (path.endsWith('.py')) return 'text/x-python; charset=utf-8';
-  return 'application/octet-stream';
-}
-
-// -- the model, kept in Cache Storage ------------------------------------------
-
-/** @type {'network'|'cache'|null} */
-let modelSource = null;
-/** @type {Promise<Uint8Array>|null} */
-let modelPromise = null;
-
-/** @param {string} url @param {string} sha256 */
-function cacheKey(url, sha256) {
-  const key = new URL(url);
-  key.searchParams.set('ortweb-sha256', sha256);
-  return key.href;
-}
-
-/** @returns {Promise<Cache|null>} */
-async function openCache() {
-  try {
-    return globalThis.caches ? await caches.open(config.cacheName) : null;
-  } catch {
-    // No Cache Storage (insecure context, private mode): download every time.
-    return null;
-  }
-}
-
-/** The model's bytes: from Cache Storage when this very file is there, else downloaded and stored. */
-function modelBytes() {
-  if (!modelPromise) {
-    modelPromise = (async () => {
-      const asset = config.model;
-      const url = absolute(asset.url);
-      const key = cacheKey(url, asset.sha256);
-      const cache = await openCache();
-      if (cache) {
-        const hit = await cache.match(key);
-        if (hit) {
-          const bytes = new Uint8Array(await hit.arrayBuffer());
-          if (bytes.length === asset.size && await sha256Hex(bytes) === asset.sha256) {
-            modelSource = 'cache';
-            row(url, asset.label ?? asset.url, asset.size).finish('cached');
-            return bytes;
-          }
-          await cache.delete(key);
-        }
-      }
-      const bytes = await download(url, asset);
-      modelSource = 'network';
-      if (cache) {
-        // Older versions of this model would only take up the visitor's disk.
-        for (const request of await cache.keys()) {
-          const old = new URL(request.url);
-          old.searchParams.delete('ortweb-sha256');
-          if (old.href === url) await cache.delete(request);
-        }
-        try {
-          await cache.put(key, new Response(bytes, { headers: { 'Content-Type': 'application/octet-stream' } }));
-        } catch (err) {
-          console.warn('ortweb: could not cache the model', err);
-        }
-      }
-      return bytes;
-    })();
-    modelPromise.catch(() => { modelPromise = null; });
-  }
-  return modelPromise;
-}
-
-/** @param {string} url absolute */
-function bytesOf(url) {
-  if (url === absolute(config.model.url)) return modelBytes();
-  const asset = assets.get(url);
-  if (!asset) throw new Error(`ortweb: ${url} is not an asset of this site`);
-  return download(url, asset);
-}
-
-/**
- * `fetch` for the whole page: listed assets go through the verified download
- * (the model through the cache); everything else is untouched.
- * @param {RequestInfo | URL} input
- * @param {RequestInit} [init]
- */
-async function ortwebFetch(input, init) {
-  const url = absolute(input instanceof Request ? input.url : String(input));
-  const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-  if (method !== 'GET' || !assets.has(url)) return nativeFetch(input, init);
-  const bytes = url === absolute(config.model.url) ? await modelBytes() : await download(url, /** @type {Asset} */ (assets.get(url)), init);
-  return new Response(bytes, { status: 200, headers: { 'Content-Type': contentType(url) } });
-}
-globalThis.fetch = ortwebFetch;
-
 // Modules are checked by the browser (import map integrity); they only need a row.
 if (typeof PerformanceObserver === 'function') {
   const observer = new PerformanceObserver((list) => {
@@ -413,16 +218,19 @@ function fail(err) {
   rejectReady(err);
 }
 
-// -- Python -------------------------------------------------------------------
 
-/** @type {any} */
-let pyodide = null;
-/** @type {any} */
-let runner = null;
-/** @type {any} */
-let runnerCall = null;
+// -- Python, in the worker or on this page -------------------------------------------
+
 /** @type {string[]} */
 let pythonFunctions = [];
+/** @type {'network'|'cache'|null} */
+let modelSource = null;
+/** @type {any} */
+let pyodide = null;
+/** @type {Worker|null} */
+let worker = null;
+/** @type {(name: string, args: any[]) => Promise<any>} */
+let callPython = () => Promise.reject(new Error('ortweb: Python has not started'));
 
 /** @param {{type?: string, message?: string, traceback?: string}} envelope */
 function pythonError(envelope) {
@@ -430,6 +238,11 @@ function pythonError(envelope) {
   err.name = envelope.type ?? 'PythonError';
   /** @type {any} */ (err).pythonTraceback = envelope.traceback ?? '';
   return err;
+}
+
+/** `ortweb_page.post(data)` from the script: an `ortweb:message` event on `window`. @param {any} data */
+function postToPage(data) {
+  window.dispatchEvent(new CustomEvent('ortweb:message', { detail: data }));
 }
 
 /** Wait for coi-serviceworker's reload rather than download everything twice. */
@@ -444,14 +257,141 @@ async function awaitIsolation() {
   await sleep(1500);
 }
 
-/** The lock file with every package URL made absolute (relative names are relative to the lock itself). */
-async function lockFileURL() {
-  const url = absolute(config.pyodide.lockURL);
-  const lock = await (await fetch(url)).json();
-  for (const pkg of Object.values(lock.packages)) {
-    /** @type {any} */ (pkg).file_name = new URL(/** @type {any} */ (pkg).file_name, url).href;
-  }
-  return URL.createObjectURL(new Blob([JSON.stringify(lock)], { type: 'application/json' }));
+/** The script ran: the page is ready. @param {string[]} functions */
+function becomeReady(functions) {
+  pythonFunctions = functions;
+  mark('ready');
+  const seconds = ((timings.ready - timings.start) / 1000).toFixed(1);
+  ui.status(`ready (${seconds} s)`);
+  document.documentElement.dataset.ortweb = 'ready';
+  resolveReady({ timings: { ...timings }, functions: [...pythonFunctions] });
+}
+
+/** `--main-thread`: the loader and Python on this page. */
+async function startInPage() {
+  const [{ createLoader }, { startPython }] = await Promise.all([import('./loader.js'), import('./python.js')]);
+  const loader = createLoader(config, document.baseURI, { row, fail });
+  loader.install();
+  const python = await startPython(config, loader, {
+    print: (stream, line) => ui.print(stream, line),
+    status: (text) => ui.status(text),
+    mark,
+    post: postToPage,
+  });
+  pyodide = python.pyodide;
+  modelSource = loader.modelSource;
+  callPython = python.call;
+  becomeReady(python.functions);
+}
+
+/**
+ * Why the worker could not start, naming its file.
+ * @param {string} url @param {string} why
+ */
+function workerError(url, why) {
+  const err = new Error(`could not start the site's Web Worker ${url}: ${why}`);
+  err.name = 'WorkerError';
+  return err;
+}
+
+/** The bytes of the worker's own modules, checked (SRI) before the worker imports them. */
+async function checkWorkerModules() {
+  const own = (config.modules ?? []).filter((/** @type {any} */ m) => m.url.startsWith('ortweb/'));
+  await Promise.all(own.map(async (/** @type {any} */ m) => {
+    const url = absolute(m.url);
+    let response;
+    try {
+      response = await fetch(url, { integrity: m.integrity });
+    } catch (err) {
+      // A failed integrity check and a missing file both end in "Failed to fetch".
+      const probe = await fetch(url, { method: 'HEAD' }).catch(() => null);
+      if (probe && !probe.ok) throw workerError(m.url, `${m.url}: HTTP ${probe.status} ${probe.statusText}`);
+      throw workerError(m.url, `${m.url} could not be downloaded, or its content does not match ` +
+        `the sha384 integrity the page pins for it (${err})`);
+    }
+    if (!response.ok) throw workerError(m.url, `${m.url}: HTTP ${response.status} ${response.statusText}`);
+    await response.arrayBuffer();
+  }));
+}
+
+/** `--worker`: Python in a module Web Worker; this page only shows what it reports. */
+async function startWorker() {
+  const file = config.worker;
+  await checkWorkerModules();
+  const origin = performance.timeOrigin;
+  /** @type {Map<number, {resolve: (v: any) => void}>} */
+  const pending = new Map();
+  let nextId = 1;
+  await new Promise((resolve, reject) => {
+    try {
+      worker = new Worker(absolute(file), { type: 'module', name: 'ortweb' });
+    } catch (err) {
+      // A Content-Security-Policy without worker-src for this file, for one.
+      reject(workerError(file, String(err)));
+      return;
+    }
+    worker.addEventListener('error', (event) => {
+      event.preventDefault();
+      reject(workerError(file, event.message || 'the browser refused it (missing file, a module it ' +
+        'imports is missing, or a Content-Security-Policy that forbids workers)'));
+    });
+    worker.addEventListener('message', (event) => {
+      const msg = event.data;
+      switch (msg.type) {
+        case 'loaded':
+          /** @type {Worker} */ (worker).postMessage({ type: 'init', config, base: document.baseURI });
+          break;
+        case 'mark':
+          timings[msg.name] = msg.at - origin;
+          break;
+        case 'status':
+          ui.status(msg.text);
+          break;
+        case 'print':
+          ui.print(msg.stream, msg.line);
+          break;
+        case 'post':
+          postToPage(msg.data);
+          break;
+        case 'row': {
+          if (msg.op === 'create') row(msg.url, msg.label, msg.total);
+          else if (msg.op === 'update') rows.get(msg.url)?.update(msg.loaded);
+          else rows.get(msg.url)?.finish(msg.state);
+          break;
+        }
+        case 'ready':
+          modelSource = msg.modelSource;
+          becomeReady(msg.functions);
+          resolve(null);
+          break;
+        case 'failed': {
+          const err = new Error(msg.error.message);
+          err.name = msg.error.name;
+          err.stack = msg.error.stack;
+          if (msg.error.pythonTraceback) /** @type {any} */ (err).pythonTraceback = msg.error.pythonTraceback;
+          reject(err);
+          break;
+        }
+        case 'result':
+          pending.get(msg.id)?.resolve(msg.envelope);
+          pending.delete(msg.id);
+          break;
+        default:
+          break;
+      }
+    });
+  });
+  callPython = (name, args) => new Promise((resolve, reject) => {
+    const id = nextId++;
+    pending.set(id, { resolve });
+    try {
+      // Structured clone: typed arrays are copied once, as they are.
+      /** @type {Worker} */ (worker).postMessage({ type: 'call', id, name, args });
+    } catch (err) {
+      pending.delete(id);
+      reject(new TypeError(`the arguments of ${name}() cannot be sent to the site's worker: ${err}`));
+    }
+  });
 }
 
 async function main() {
@@ -462,110 +402,8 @@ async function main() {
       'or put the folder on a static host.');
   }
   await awaitIsolation();
-  installBridge({
-    ortBaseURL: absolute(config.ortBaseURL),
-    webgpuBuild: config.webgpuBuild,
-    defaultProviders: config.providers,
-  });
-  ui.status('loading Pyodide…');
-  // The model's external data files (config.data) go beside it, under their names.
-  const files = [config.model, config.script, ...config.files, ...(config.data ?? [])];
-  // The app's files download while Pyodide starts.
-  const fileBytes = Promise.all(files.map((f) => bytesOf(absolute(f.url))));
-  fileBytes.catch(() => {});
-  const runnerBytes = bytesOf(absolute(config.runner.url));
-  runnerBytes.catch(() => {});
-  /** @type {Asset[]} */
-  const wheels = config.wheels ?? [];
-  const wheelBytes = Promise.all(wheels.map((w) => bytesOf(absolute(w.url))));
-  wheelBytes.catch(() => {});
-  const installerBytes = config.installer ? bytesOf(absolute(config.installer.url)) : null;
-  installerBytes?.catch(() => {});
-  pyodide = await bootPyodide({
-    indexURL: absolute(config.pyodide.indexURL),
-    lockFileURL: await lockFileURL(),
-    packages: config.packages,
-    stdout: (line) => ui.print('stdout', line),
-    stderr: (line) => ui.print('stderr', line),
-    progress: (msg) => ui.status(`${msg}…`),
-  });
-  mark('pyodide');
-  if (wheels.length && installerBytes) {
-    ui.status(`installing ${wheels.map((w) => w.name).join(', ')}…`);
-    await installWheels(wheels, await wheelBytes, await installerBytes);
-    mark('wheels');
-  }
-  const cwd = config.cwd;
-  pyodide.FS.mkdirTree(cwd);
-  const loaded = await fileBytes;
-  files.forEach((f, i) => {
-    const path = `${cwd}/${f.name}`;
-    // An external data file's location may hold folders.
-    pyodide.FS.mkdirTree(path.slice(0, path.lastIndexOf('/')));
-    pyodide.FS.writeFile(path, loaded[i]);
-  });
-  pyodide.FS.mkdirTree('/ortweb_site');
-  pyodide.FS.writeFile('/ortweb_site/_ortweb_site.py', await runnerBytes);
-  pyodide.runPython("import sys\nif '/ortweb_site' not in sys.path: sys.path.append('/ortweb_site')");
-  runner = pyodide.pyimport('_ortweb_site');
-  // One proxy for every call; fetching `runner.call` each time would leak one per call.
-  runnerCall = runner.call;
-  ui.status(`running ${config.script.name}…`);
-  mark('script');
-  const spec = {
-    // Relative, so that tracebacks say `File "app.py"` as `python app.py` would.
-    path: config.script.name,
-    cwd,
-    argv: [config.script.name],
-    env: {
-      ORTWEB_MODEL: config.model.name,
-      ORTWEB_MODEL_URL: absolute(config.model.url),
-      ORTWEB_PROVIDERS: config.providers.join(','),
-    },
-  };
-  const result = JSON.parse(await runner.run_script(JSON.stringify(spec)));
-  pythonFunctions = result.functions;
-  if (!result.ok) {
-    ui.print('stderr', result.traceback.trimEnd());
-    throw pythonError(result);
-  }
-  mark('ready');
-  const seconds = ((timings.ready - timings.start) / 1000).toFixed(1);
-  ui.status(`ready (${seconds} s)`);
-  document.documentElement.dataset.ortweb = 'ready';
-  resolveReady({ timings: { ...timings }, functions: [...pythonFunctions] });
-}
-
-/**
- * Install the site's wheels with micropip (install_wheels.py): their bytes were
- * checked against the manifest on download; the Pyodide packages they need were
- * loaded with the others at boot.
- * @param {Asset[]} wheels in install order
- * @param {Uint8Array[]} bytes
- * @param {Uint8Array} installer the source of install_wheels.py
- */
-async function installWheels(wheels, bytes, installer) {
-  const dir = '/tmp/ortweb-wheels';
-  pyodide.FS.mkdirTree(dir);
-  // micropip reads the name, version and tags from the file name: keep it.
-  const paths = wheels.map((w, i) => {
-    pyodide.FS.writeFile(`${dir}/${w.name}`, bytes[i]);
-    return `${dir}/${w.name}`;
-  });
-  const scope = pyodide.globals.get('dict')();
-  try {
-    scope.set('ORTWEB_INSTALL', JSON.stringify({ wheels: paths, requirements: [], packages: [] }));
-    await pyodide.runPythonAsync(new TextDecoder().decode(installer),
-      { globals: scope, filename: 'install_wheels.py' });
-  } catch (err) {
-    const e = /** @type {any} */ (err);
-    const error = new Error(`installing the site's wheels failed: ${e.message ?? e}`);
-    error.name = e.type ?? 'PythonError';
-    /** @type {any} */ (error).pythonTraceback = String(e.message ?? e);
-    throw error;
-  } finally {
-    scope.destroy();
-  }
+  if (config.worker) await startWorker();
+  else await startInPage();
 }
 
 /**
@@ -576,7 +414,7 @@ async function installWheels(wheels, bytes, installer) {
  */
 async function call(name, ...args) {
   await ready;
-  const envelope = await runnerCall(name, args);
+  const envelope = await callPython(name, args);
   if (!envelope.ok) {
     ui.print('stderr', envelope.traceback.trimEnd());
     ui.error(`Python raised ${envelope.type} in ${name}()`, envelope.traceback);
@@ -594,7 +432,12 @@ async function call(name, ...args) {
   /** @param {string} line */
   print: (line) => ui.print('stdout', line),
   functions: () => [...pythonFunctions],
+  /** 'worker' or 'main-thread': where the site's Python runs. */
+  mode: config.worker ? 'worker' : 'main-thread',
+  /** The Pyodide API object on the main thread; null in worker mode (it lives in the worker). */
   get pyodide() { return pyodide; },
+  /** The site's Web Worker in worker mode, else null. */
+  get worker() { return worker; },
   get modelSource() { return modelSource; },
   get crossOriginIsolated() { return globalThis.crossOriginIsolated === true; },
 };

@@ -38,6 +38,12 @@ def add_site_arguments(parser: argparse.ArgumentParser) -> None:
                              "before the script runs (repeatable)")
     parser.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
                         help="onnxruntime-web build for WebGPU sessions (default: native)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--worker", dest="worker", action="store_true", default=True,
+                      help="run Python and onnxruntime-web in a Web Worker, so the page never "
+                           "blocks (the default; the script cannot touch the DOM there)")
+    mode.add_argument("--main-thread", dest="worker", action="store_false",
+                      help="run them on the page's main thread instead")
     parser.add_argument("--force", action="store_true",
                         help="replace a non-empty folder that `ortweb site` did not write")
 
@@ -49,7 +55,8 @@ def cmd_site(args: argparse.Namespace) -> int:
         report = build_site(
             args.model, args.script, args.out, title=args.title, providers=args.providers,
             template=args.template, assets_mode=args.assets, files=args.file,
-            wheels=args.wheel, webgpu_build=args.webgpu_build, force=args.force,
+            wheels=args.wheel, webgpu_build=args.webgpu_build, worker=args.worker,
+            force=args.force,
         )
     except SiteError as exc:
         raise UsageError(str(exc)) from None
@@ -74,32 +81,46 @@ def cmd_demo(args: argparse.Namespace) -> int:
     work = find_assets().root / "build" / "demo"
     out = args.out or work / "site"
     model = digits_model(work)
+    # The site people get runs Python in a Web Worker; the main-thread build is
+    # checked beside it (the same page, `ortweb site --main-thread`).
+    sites = {"worker": out, "main-thread": out.parent / f"{out.name}-main-thread"}
     try:
-        report = build_demo_site(out, model, work=work / "inputs")
+        reports = {mode: build_demo_site(folder, model, worker=mode == "worker",
+                                         work=work / "inputs")
+                   for mode, folder in sites.items()}
     except SiteError as exc:
         raise UsageError(str(exc)) from None
     say = (lambda *a, **k: None) if args.json else print
     say("ortweb demo: handwritten digits (scikit-learn's bundled data set, trained here)")
     say(f"  model: MLP 64-32-10 trained on {model.n_train} digits; held-out accuracy "
         f"{model.accuracy:.1%} on {len(model.y_test)} digits (native onnxruntime)")
-    say("  site: " + report.summary().replace("\n", "\n    "))
+    say("  site: " + reports["worker"].summary().replace("\n", "\n    "))
+    say(f"  the same site with --main-thread: {sites['main-thread']}")
     ok = True
     if not args.no_check:
-        with Browser(args.browser) as browser, serve_site(out) as served:
-            say(f"  checking it in headless Chromium {browser.version} through "
-                f"`ortweb serve` at {served.url}")
-            screenshot = work / "screenshot.png"
-            check = check_demo(served.url, model, browser=browser, screenshot=screenshot)
-        ok = check.ok
+        checks = {}
+        with Browser(args.browser) as browser:
+            for mode, folder in sites.items():
+                with serve_site(folder) as served:
+                    say(f"  [{mode}] checking it in headless Chromium {browser.version} through "
+                        f"`ortweb serve` at {served.url}")
+                    shot = work / ("screenshot.png" if mode == "worker"
+                                   else f"screenshot-{mode}.png")
+                    checks[mode] = check_demo(served.url, model, browser=browser,
+                                              screenshot=shot)
+                if not args.json:
+                    _print_check(checks[mode], model)
+        ok = all(c.ok and c.mode == mode for mode, c in checks.items())
         if args.json:
-            print(json.dumps(_check_json(check), indent=2))
-        else:
-            _print_check(check, model)
-        print(f"demo: {'OK' if ok else 'FAILED'}: outputs match native onnxruntime on "
-              + ", ".join(f"{p.requested}={'skipped' if p.skipped else 'yes' if p.ok else 'NO'}"
-                          for p in check.providers)
-              + (f"; blocked requests {check.blocked}" if check.blocked
-                 else "; no request left 127.0.0.1"))
+            print(json.dumps({mode: _check_json(c) for mode, c in checks.items()}, indent=2))
+        print(f"demo: {'OK' if ok else 'FAILED'}: " + "; ".join(
+            f"{mode}: outputs match native onnxruntime on "
+            + ", ".join(f"{p.requested}={'skipped' if p.skipped else 'yes' if p.ok else 'NO'}"
+                        for p in c.providers)
+            + (f", drawn 7 shown as {c.drawing_label}" if c.drawing_label is not None
+               else ", NO prediction for the drawn 7")
+            + (f", blocked requests {c.blocked}" if c.blocked else ", no request left 127.0.0.1")
+            for mode, c in checks.items()))
     if args.serve:
         serve_forever(out, host=args.host, port=args.port)
     elif not args.json:
@@ -122,7 +143,8 @@ def _print_check(check: object, model: object) -> None:
     print(f"  page ready {check.ready_ms / 1000:.1f} s after navigation; time to first inference "
           f"(page load → first result, measured in the browser): "
           f"{check.first_result_ms / 1000:.2f} s")
-    print(f"  crossOriginIsolated: {'yes' if check.cross_origin_isolated else 'NO'}; default EP "
+    print(f"  Python runs {'in a Web Worker' if check.mode == 'worker' else 'on the main thread'}"
+          f"; crossOriginIsolated: {'yes' if check.cross_origin_isolated else 'NO'}; default EP "
           f"{check.default_provider}")
     for p in check.providers:
         if p.skipped:

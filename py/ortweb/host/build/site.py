@@ -14,7 +14,8 @@ Layout of a site::
     index.html  _headers  coi-serviceworker.min.js  ortweb-manifest.json
     app/        the model (with its external data files), the script, --file files
                 (the script's working directory)
-    ortweb/     boot.js, sha256.js, site_runner.py, bridge/*.js
+    ortweb/     boot.js (the page), site_worker.js (the Web Worker, unless --main-thread),
+                loader.js, python.js, sha256.js, site_runner.py, site_page.py, bridge/*.js
     pyodide/    pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, a trimmed lock, wheels
     ort/        onnxruntime-web builds for the chosen providers
     wheels/     --wheel files, installed with micropip (offline) before the script runs
@@ -108,6 +109,7 @@ def build_site(
     files: Sequence[Path] = (),
     wheels: Sequence[Path] = (),
     webgpu_build: str = "native",
+    worker: bool = True,
     force: bool = False,
     assets: Assets | None = None,
     extra_context: dict[str, Any] | None = None,
@@ -144,6 +146,10 @@ def build_site(
         ``assets_mode='local'``, the offline ones).
     webgpu_build : {'native', 'jsep'}
         The onnxruntime-web build WebGPU sessions use.
+    worker : bool
+        Run Pyodide, ortweb and onnxruntime-web in a module Web Worker (default), so
+        the page's main thread never blocks; False runs them on the main thread.
+        The script cannot touch the DOM in a worker; ``ortweb_page`` posts to the page.
     force : bool
         Replace a non-empty folder ``ortweb site`` did not write.
     assets : Assets, optional
@@ -184,8 +190,8 @@ def build_site(
             tmp, model=model, data=data, script=script, files=list(files), wheels=list(wheels),
             title=title or script.name,
             providers=providers, template_dir=template_dir, assets_mode=assets_mode,
-            webgpu_build=webgpu_build, assets=assets, python_files=python_files,
-            extra_context=extra_context or {},
+            webgpu_build=webgpu_build, worker=worker, assets=assets,
+            python_files=python_files, extra_context=extra_context or {},
         )
         # mkdtemp makes the folder private; a static host must be able to read it.
         tmp.chmod(0o755)
@@ -210,6 +216,7 @@ def _write(
     template_dir: Path,
     assets_mode: str,
     webgpu_build: str,
+    worker: bool,
     assets: Assets,
     python_files: list[Path],
     extra_context: dict[str, Any],
@@ -251,7 +258,8 @@ def _write(
 
     # ortweb's own JS and the in-page runner.
     web_site = assets.web / "site"
-    for name in ("boot.js", "sha256.js"):
+    for name in ("boot.js", "sha256.js", "loader.js", "python.js",
+                 *(("site_worker.js",) if worker else ())):
         loads.module(f"ortweb/{name}", b.add_file(f"ortweb/{name}", web_site / name), name)
     # builds.json: the build table runtime.js imports as a JSON module.
     for src in sorted([*assets.bridge.glob("*.js"), assets.bridge / "builds.json"]):
@@ -259,6 +267,9 @@ def _write(
                      src.name)
     runner = b.add_bytes("ortweb/site_runner.py", inpage_source("site_runner").encode())
     runner_entry = loads.fetch("ortweb/site_runner.py", runner, "site_runner.py")
+    # ``import ortweb_page``: how the script posts to the page.
+    page_source = b.add_bytes("ortweb/site_page.py", inpage_source("site_page").encode())
+    page_entry = loads.fetch("ortweb/site_page.py", page_source, "site_page.py")
 
     pyodide_base = ship_pyodide(b, loads, assets, lock, official, packages, cdn=cdn,
                                 pins=pinned.get("pyodide", {}))
@@ -293,6 +304,8 @@ def _write(
         "files": extra_files,
         "data": data_entries,
         "runner": runner_entry,
+        "page": page_entry,
+        "worker": "ortweb/site_worker.js" if worker else None,
         "wheels": wheel_entries,
         "installer": installer_entry,
         "providers": providers,
@@ -330,6 +343,7 @@ def _write(
         "assets": assets_mode,
         "providers": providers,
         "webgpu_build": webgpu_build,
+        "mode": "worker" if worker else "main-thread",
         "packages": packages,
         "wheels": [info.path.name for info in plan.wheels],
         "template": template_dir.name,

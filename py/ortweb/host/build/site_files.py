@@ -194,7 +194,10 @@ class PageLoads:
         return entry
 
     def module(self, url: str, digest: Digest, label: str) -> None:
-        self.modules.append({"url": url, "size": digest.size, "label": label})
+        # sha256 and integrity: a site's Web Worker checks the modules it imports itself
+        # (no import map reaches a worker).
+        self.modules.append({"url": url, "size": digest.size, "label": label,
+                             "sha256": digest.sha256, "integrity": digest.sri})
         self.integrity[url if "://" in url else "./" + url] = digest.sri
 
 

@@ -52,6 +52,7 @@ class DemoCheck:
     """What the headless check of the demo site found."""
 
     url: str
+    mode: str = ""
     cross_origin_isolated: bool = False
     ready_ms: float = float("nan")
     first_result_ms: float = float("nan")
@@ -164,6 +165,7 @@ def check_demo(url: str, model: DigitsModel, *, browser: Browser | None = None,
                                         timeout=300_000)
             check.first_result_ms = float(page.evaluate("() => window.digits.firstResultMs"))
             check.cross_origin_isolated = bool(page.evaluate("() => crossOriginIsolated"))
+            check.mode = str(page.evaluate("() => window.ortweb.mode"))
             check.default_provider = str(page.call("status")["default"])
             native = native_probabilities(model.onnx, model.x_test)
             for provider in ("wasm", "webgpu"):

@@ -39,7 +39,7 @@ def demo_inputs(model: DigitsModel, folder: Path) -> dict[str, Path]:
 
 
 def build_demo_site(out: Path, model: DigitsModel, *,
-                    providers: tuple[str, ...] = ("webgpu", "wasm"),
+                    providers: tuple[str, ...] = ("webgpu", "wasm"), worker: bool = True,
                     work: Path | None = None, assets: Assets | None = None) -> Any:
     """Build the digits site into ``out`` (replacing an earlier demo site there).
 
@@ -50,6 +50,8 @@ def build_demo_site(out: Path, model: DigitsModel, *,
     model : DigitsModel
     providers : tuple of str
         Default providers of the page (its switch offers these).
+    worker : bool
+        Python in a Web Worker (default), or on the page's main thread.
     work : Path, optional
         Where the site's inputs are written first (default: next to ``out``).
     assets : Assets, optional
@@ -68,6 +70,7 @@ def build_demo_site(out: Path, model: DigitsModel, *,
         providers=providers,
         template="digits",
         files=[inputs["features"], inputs["samples"]],
+        worker=worker,
         force=False,
         assets=assets,
         extra_context={"accuracy": model.accuracy, "n_train": model.n_train,

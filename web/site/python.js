@@ -1,0 +1,172 @@
+// @ts-check
+/**
+ * A site's Python, in the page (`--main-thread`) or in its Web Worker (`--worker`):
+ * boots Pyodide with numpy and ortweb, installs the site's wheels (`--wheel`,
+ * verified like every file) with micropip and no package index, writes the model,
+ * the script and its files into the working directory, runs the script (top-level
+ * await) and calls the Python functions it defined.
+ * @module python
+ */
+import { installBridge } from './bridge/index.js';
+import { bootPyodide } from './bridge/pyodide_boot.js';
+
+/**
+ * @typedef {object} PythonIO what Python's side tells the page
+ * @property {(stream: string, line: string) => void} print
+ * @property {(text: string) => void} status
+ * @property {(name: string) => void} mark
+ * @property {(data: any) => void} post  `ortweb_page.post(data)`
+ */
+
+/** @param {{type?: string, message?: string, traceback?: string}} envelope */
+export function pythonError(envelope) {
+  const err = new Error(envelope.message ?? envelope.type ?? 'Python error');
+  err.name = envelope.type ?? 'PythonError';
+  /** @type {any} */ (err).pythonTraceback = envelope.traceback ?? '';
+  return err;
+}
+
+/**
+ * Start the site's Python; resolves once the script has run.
+ * @param {any} config the page's config
+ * @param {import('./loader.js').Loader} loader
+ * @param {PythonIO} io
+ */
+export async function startPython(config, loader, io) {
+  const { absolute } = loader;
+  installBridge({
+    ortBaseURL: absolute(config.ortBaseURL),
+    webgpuBuild: config.webgpuBuild,
+    defaultProviders: config.providers,
+  });
+  // What the script's `ortweb_page` module talks to (site_page.py).
+  /** @type {any} */ (globalThis).ortwebPage = {
+    /** @param {any} data */
+    post: (data) => io.post(data),
+    /** @param {string} text */
+    status: (text) => io.status(String(text)),
+  };
+  io.status('loading Pyodide…');
+  // The model's external data files (config.data) go beside it, under their names.
+  const files = [config.model, config.script, ...config.files, ...(config.data ?? [])];
+  // The app's files download while Pyodide starts.
+  const fileBytes = Promise.all(files.map((f) => loader.bytesOf(f.url)));
+  fileBytes.catch(() => {});
+  const own = [config.runner, ...(config.page ? [config.page] : [])];
+  const ownBytes = Promise.all(own.map((f) => loader.bytesOf(f.url)));
+  ownBytes.catch(() => {});
+  /** @type {import('./loader.js').Asset[]} */
+  const wheels = config.wheels ?? [];
+  const wheelBytes = Promise.all(wheels.map((w) => loader.bytesOf(w.url)));
+  wheelBytes.catch(() => {});
+  const installerBytes = config.installer ? loader.bytesOf(config.installer.url) : null;
+  installerBytes?.catch(() => {});
+  const pyodide = await bootPyodide({
+    indexURL: absolute(config.pyodide.indexURL),
+    lockFileURL: await lockFileURL(absolute(config.pyodide.lockURL)),
+    packages: config.packages,
+    stdout: (line) => io.print('stdout', line),
+    stderr: (line) => io.print('stderr', line),
+    progress: (msg) => io.status(`${msg}…`),
+  });
+  io.mark('pyodide');
+  if (wheels.length && installerBytes) {
+    io.status(`installing ${wheels.map((w) => w.name).join(', ')}…`);
+    await installWheels(pyodide, wheels, await wheelBytes, await installerBytes);
+    io.mark('wheels');
+  }
+  const cwd = config.cwd;
+  pyodide.FS.mkdirTree(cwd);
+  const loaded = await fileBytes;
+  files.forEach((f, i) => {
+    const path = `${cwd}/${f.name}`;
+    // An external data file's location may hold folders.
+    pyodide.FS.mkdirTree(path.slice(0, path.lastIndexOf('/')));
+    pyodide.FS.writeFile(path, loaded[i]);
+  });
+  const [runnerSource, pageSource] = await ownBytes;
+  pyodide.FS.mkdirTree('/ortweb_site');
+  pyodide.FS.writeFile('/ortweb_site/_ortweb_site.py', runnerSource);
+  if (pageSource) pyodide.FS.writeFile('/ortweb_site/ortweb_page.py', pageSource);
+  pyodide.runPython("import sys\nif '/ortweb_site' not in sys.path: sys.path.append('/ortweb_site')");
+  const runner = pyodide.pyimport('_ortweb_site');
+  // One proxy for every call; fetching `runner.call` each time would leak one per call.
+  const runnerCall = runner.call;
+  io.status(`running ${config.script.name}…`);
+  io.mark('script');
+  const spec = {
+    // Relative, so that tracebacks say `File "app.py"` as `python app.py` would.
+    path: config.script.name,
+    cwd,
+    argv: [config.script.name],
+    env: {
+      ORTWEB_MODEL: config.model.name,
+      ORTWEB_MODEL_URL: absolute(config.model.url),
+      ORTWEB_PROVIDERS: config.providers.join(','),
+    },
+  };
+  const result = JSON.parse(await runner.run_script(JSON.stringify(spec)));
+  /** @type {string[]} */
+  const functions = result.functions;
+  if (!result.ok) {
+    io.print('stderr', result.traceback.trimEnd());
+    throw pythonError(result);
+  }
+  return {
+    pyodide,
+    functions,
+    /**
+     * Call a function the script defined: its envelope (`{ok, value}` with plain JS
+     * values, or `{ok: false, type, message, traceback}`).
+     * @param {string} name @param {any[]} args
+     * @returns {Promise<any>}
+     */
+    call: (name, args) => runnerCall(name, args),
+  };
+}
+
+/**
+ * The lock file with every package URL made absolute (relative names are relative
+ * to the lock itself), at a blob: URL.
+ * @param {string} url
+ */
+async function lockFileURL(url) {
+  const lock = await (await fetch(url)).json();
+  for (const pkg of Object.values(lock.packages)) {
+    /** @type {any} */ (pkg).file_name = new URL(/** @type {any} */ (pkg).file_name, url).href;
+  }
+  return URL.createObjectURL(new Blob([JSON.stringify(lock)], { type: 'application/json' }));
+}
+
+/**
+ * Install the site's wheels with micropip (install_wheels.py): their bytes were
+ * checked against the manifest on download; the Pyodide packages they need were
+ * loaded with the others at boot.
+ * @param {any} pyodide
+ * @param {import('./loader.js').Asset[]} wheels in install order
+ * @param {Uint8Array[]} bytes
+ * @param {Uint8Array} installer the source of install_wheels.py
+ */
+async function installWheels(pyodide, wheels, bytes, installer) {
+  const dir = '/tmp/ortweb-wheels';
+  pyodide.FS.mkdirTree(dir);
+  // micropip reads the name, version and tags from the file name: keep it.
+  const paths = wheels.map((w, i) => {
+    pyodide.FS.writeFile(`${dir}/${w.name}`, bytes[i]);
+    return `${dir}/${w.name}`;
+  });
+  const scope = pyodide.globals.get('dict')();
+  try {
+    scope.set('ORTWEB_INSTALL', JSON.stringify({ wheels: paths, requirements: [], packages: [] }));
+    await pyodide.runPythonAsync(new TextDecoder().decode(installer),
+      { globals: scope, filename: 'install_wheels.py' });
+  } catch (err) {
+    const e = /** @type {any} */ (err);
+    const error = new Error(`installing the site's wheels failed: ${e.message ?? e}`);
+    error.name = e.type ?? 'PythonError';
+    /** @type {any} */ (error).pythonTraceback = String(e.message ?? e);
+    throw error;
+  } finally {
+    scope.destroy();
+  }
+}
