@@ -10,6 +10,7 @@
 
 import { enveloped, fail, ok } from './errors.js';
 import { trackDestroyedBuffers } from './gpu.js';
+import { cacheInfo, clearCache, fetchFile, sha256Hex } from './fetching.js';
 import { installMeters, meters } from './meters.js';
 import { installConsoleTap } from './placement.js';
 import { pageQueue } from './queue.js';
@@ -87,9 +88,11 @@ export const BRIDGE_VERSION = '0.1.0';
  * @property {(key: string, value: any) => Promise<Envelope<void>>} putChoice
  * @property {(handle: number) => Promise<Envelope<boolean>>} release
  * @property {() => BridgeStats} stats
- * @property {(url: string) => Promise<Envelope<Uint8Array>>} fetchBytes
- * @property {(url: string) => Promise<Envelope<{status: number, size: number}>>} probeUrl
- *   HEAD: the status and the byte size (-1 when the server does not say)
+ * @property {(url: string, cache: boolean, progress: any) => Promise<Envelope<import('./fetching.js').Fetched>>} fetchFile
+ *   a model or data file by URL, into one buffer, through Cache Storage (fetching.js)
+ * @property {(bytes: Uint8Array) => Promise<Envelope<string>>} sha256  lowercase hex
+ * @property {() => Promise<Envelope<ResultOf<typeof cacheInfo>>>} cacheInfo
+ * @property {(url: string|null) => Promise<Envelope<number>>} clearCache
  */
 
 /**
@@ -266,28 +269,13 @@ export function createBridge(options = {}) {
     stats: () => ({
       sessions: liveSessions(), queued: pageQueue.pending, builds: loadedBuilds(), values: valueStats(), pooledBytes: pooled(),
     }),
-    /** @param {string} url */
-    fetchBytes: (url) => enveloped(async () => {
-      const response = await fetch(url);
-      if (!response.ok) {
-        const err = new Error(`cannot fetch model ${url}: HTTP ${response.status} ${response.statusText}`);
-        err.name = 'NoSuchFile';
-        throw err;
-      }
-      return new Uint8Array(await response.arrayBuffer());
-    }),
-    /**
-     * Whether a file is there and how long it is, without downloading it: external
-     * data files are checked before ORT-web fetches them.
-     * @param {string} url
-     */
-    probeUrl: (url) => enveloped(async () => {
-      const response = await fetch(url, { method: 'HEAD' });
-      const length = response.headers.get('Content-Length');
-      // A compressed response's length is not the file's.
-      const size = length === null || response.headers.get('Content-Encoding') ? -1 : Number(length);
-      return { status: response.status, size };
-    }),
+    /** @param {string} url @param {boolean} cache @param {any} progress */
+    fetchFile: (url, cache, progress) => enveloped(() => fetchFile(url, { cache, progress })),
+    /** @param {Uint8Array} bytes */
+    sha256: (bytes) => enveloped(() => sha256Hex(bytes)),
+    cacheInfo: () => enveloped(cacheInfo),
+    /** @param {string|null} url */
+    clearCache: (url) => enveloped(() => clearCache(url)),
   };
   return bridge;
 }

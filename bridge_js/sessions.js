@@ -139,13 +139,14 @@ export function createSession(bytes, providers, allOptions) {
         if (provider === 'webgpu') {
           // ORT says which nodes it put on the CPU only in its verbose log.
           const verbose = { ...opts, logSeverityLevel: 0, logVerbosityLevel: 0 };
-          // ORT may detach or keep the buffer it is given: hand it a copy of its own.
-          const { value, lines } = await captureConsole(() => ort.InferenceSession.create(bytes.slice(), verbose));
+          // ORT copies the model into its heap and leaves `bytes` as it was (no
+          // proxy worker, which would take the buffer): no copy of our own.
+          const { value, lines } = await captureConsole(() => ort.InferenceSession.create(bytes, verbose));
           session = value;
           placement = parsePlacement(lines);
           replayLog(lines, logLevel);
         } else {
-          session = await ort.InferenceSession.create(bytes.slice(), opts);
+          session = await ort.InferenceSession.create(bytes, opts);
         }
         const typeProblem = await typeReason(provider, session);
         if (typeProblem) {

@@ -16,6 +16,7 @@ The API follows onnxruntime's Python API::
 from __future__ import annotations
 
 from . import errors
+from ._cache import cache_info, cache_info_async, clear_cache, clear_cache_async
 from ._dtypes import DTYPES
 from ._iobinding import IOBinding
 from ._metadata import ModelMetadata, NodeArg
@@ -75,6 +76,10 @@ __all__ = [
     "SessionOptions",
     "SyncUnavailable",
     "__version__",
+    "cache_info",
+    "cache_info_async",
+    "clear_cache",
+    "clear_cache_async",
     "errors",
     "get_available_providers",
     "get_available_providers_async",

@@ -28,14 +28,17 @@ AUTO_RUNS = 5
 AUTO_BUDGET_S = 5.0
 
 
-async def _cache_key(model: bytes) -> str:
+async def _cache_key(model: bytes | _bridge.JsBuffer) -> str:
     gpu = await _bridge.probe_webgpu()
     versions = await _bridge.versions("wasm")
     info = gpu.get("info") or {}
     adapter = "/".join(str(info.get(k, "")) for k in ("vendor", "architecture", "device",
                                                        "description")) or "no-adapter"
     build = str(_bridge.settings()["webgpuBuild"])
-    digest = hashlib.sha256(model).hexdigest()
+    if isinstance(model, bytes):
+        digest = hashlib.sha256(model).hexdigest()
+    else:  # a file kept in JavaScript is hashed there
+        digest = await _bridge.sha256_hex(model)
     return f"auto|{digest}|{adapter}|ort-web {versions['ort']}|{build}"
 
 
@@ -68,7 +71,7 @@ async def _measure(info: dict[str, Any], budget_s: float, runs: int) -> dict[str
 
 
 async def choose_provider(
-    model: bytes,
+    model: bytes | _bridge.JsBuffer,
     candidates: Sequence[str],
     options: dict[str, Any],
     budget_s: float = AUTO_BUDGET_S,

@@ -38,7 +38,9 @@ def ort_session_options(
     return ort
 
 
-async def _create_planned(model: bytes, plan: Plan, ort_options: dict[str, Any]) -> dict[str, Any]:
+async def _create_planned(
+    model: bytes | _bridge.JsBuffer, plan: Plan, ort_options: dict[str, Any]
+) -> dict[str, Any]:
     try:
         return await _bridge.create_session(model, plan.candidates, ort_options)
     except ProviderUnavailable as exc:
@@ -54,7 +56,7 @@ async def _create_planned(model: bytes, plan: Plan, ort_options: dict[str, Any])
 
 
 async def create_from_plan(
-    model: bytes, plan: Plan, ort_options: dict[str, Any]
+    model: bytes | _bridge.JsBuffer, plan: Plan, ort_options: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, dict[str, float]], str | None]:
     """Create the session on the first provider of ``plan`` that can run it, or on
     the fastest for ``"auto"``.

@@ -4,9 +4,12 @@ onnxruntime-web sees them.
 A model saved with ``onnx.save(..., save_as_external_data=True)`` names, for each
 large tensor, a file (its ``location``, relative to the model's folder), an offset
 and a length. onnxruntime-web cannot open files: it takes them through the
-``externalData`` session option, as ``{path: location, data: bytes or URL}``. Each
+``externalData`` session option, as ``{path: location, data: bytes}``. Each
 file is checked here first (there, long enough for every tensor in it), because an
 error inside ORT's core can leave its WebAssembly memory unusable for the page.
+A file given by URL is downloaded by the bridge into JavaScript (not into Python),
+through Cache Storage, and checked on what arrived, so a server that sends no
+Content-Length is checked too.
 """
 
 from __future__ import annotations
@@ -14,17 +17,19 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, urljoin, urlparse
 
 from . import _bridge
+from ._fetch import fetch_url
 from ._onnxproto import ExternalTensor, ModelInfo
+from ._progress import Progress
 from .errors import InvalidArgument, InvalidGraph, NoSuchFile
 
 __all__ = [
-    "URL_SCHEMES", "DataFile", "ExternalData", "check_location", "resolve_external_data",
-    "tensor_list",
+    "URL_SCHEMES", "DataFile", "ExternalData", "check_location", "ort_entries",
+    "resolve_external_data", "tensor_list",
 ]
 
 #: Schemes that make a string a URL rather than a path in Pyodide's file system.
@@ -35,7 +40,7 @@ URL_SCHEMES = {"http", "https", "blob", "data"}
 ExternalData = Mapping[str, "bytes | bytearray | memoryview | str | os.PathLike[str]"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class DataFile:
     """One external data file, as ORT-web will be given it.
 
@@ -44,21 +49,78 @@ class DataFile:
     location : str
         The name the model's tensors give it (ORT-web's ``path``).
     kind : {'file', 'url', 'bytes'}
-        Where its bytes are: a file in Pyodide's file system, a URL ORT-web fetches
-        itself, or bytes the caller gave.
+        Where its bytes are: a file in Pyodide's file system, a URL, or bytes the
+        caller gave.
     source : str or bytes-like
         The file's path, the URL, or the bytes.
+    opened : JsBuffer or None
+        A URL's bytes, downloaded to check the file and kept for the creation
+        that follows (then released).
     """
 
     location: str
     kind: Literal["file", "url", "bytes"]
     source: Any
+    opened: _bridge.JsBuffer | None = field(default=None, repr=False)
 
-    def ort_entry(self) -> dict[str, Any]:
-        """The ``externalData`` entry: the bytes are read now, for this creation only,
-        so a session does not keep a copy of its weights in Python."""
-        data = _bridge.read_fs_file(self.source) if self.kind == "file" else self.source
-        return {"path": self.location, "data": data}
+    def label(self) -> str:
+        """How progress and messages name the file."""
+        return f"external_data[{self.location!r}]" if self.kind == "bytes" else str(self.source)
+
+    def release(self) -> None:
+        """Let JavaScript free a downloaded file not handed on."""
+        opened, self.opened = self.opened, None
+        if opened is not None:
+            opened.release()
+
+
+async def ort_entries(
+    files: list[DataFile], *, cache: bool, progress: Progress | None
+) -> tuple[list[dict[str, Any]], list[_bridge.JsBuffer]]:
+    """The ``externalData`` entries for one creation, and the JS buffers to release
+    after it: a file read now (once, into JavaScript), a URL's download (fetched
+    again through the cache when a session is re-created), or the caller's bytes.
+
+    Raises
+    ------
+    NoSuchFile
+        For a URL that cannot be fetched again.
+    """
+    entries: list[dict[str, Any]] = []
+    buffers: list[_bridge.JsBuffer] = []
+    try:
+        for f in files:
+            data: Any = f.source
+            if f.kind == "file":
+                data = _bridge.read_fs_file(f.source)
+                buffers.append(data)
+                if progress is not None:
+                    progress.whole(f.source, data.nbytes)
+            elif f.kind == "url":
+                data, f.opened = f.opened, None
+                if data is None:
+                    data = await _download(f, cache, progress)
+                buffers.append(data)
+            elif progress is not None:
+                progress.whole(f.label(), memoryview(data).nbytes)
+            entries.append({"path": f.location, "data": data})
+    except BaseException:
+        for b in buffers:
+            b.release()
+        raise
+    return entries, buffers
+
+
+async def _download(
+    file: DataFile, cache: bool, progress: Progress | None, missing: str = ""
+) -> _bridge.JsBuffer:
+    status, text, buffer = await fetch_url(file.source, cache=cache, progress=progress)
+    if buffer is None:
+        raise NoSuchFile(
+            f"external data file {file.source!r} cannot be fetched (HTTP {status}"
+            f"{' ' + text if text else ''}){': ' + missing if missing else ''}"
+        )
+    return buffer
 
 
 def _is_url(text: str) -> bool:
@@ -101,9 +163,12 @@ def tensor_list(tensors: list[ExternalTensor]) -> str:
     return f"tensor{'s' if len(tensors) > 1 else ''} {', '.join(names)}{more}"
 
 
-async def _size(file: DataFile, tensors: list[ExternalTensor], what: str) -> int | None:
-    """The file's size in bytes (None when a server does not say); NoSuchFile when it
-    is not there."""
+async def _size(
+    file: DataFile, tensors: list[ExternalTensor], what: str, cache: bool,
+    progress: Progress | None,
+) -> int:
+    """The file's size in bytes (a URL's as downloaded, kept in ``file.opened``);
+    NoSuchFile when it is not there."""
     missing = (
         f"{what} keeps {tensor_list(tensors)} in external data file {file.location!r}"
     )
@@ -121,12 +186,9 @@ async def _size(file: DataFile, tensors: list[ExternalTensor], what: str) -> int
         if not os.path.isfile(file.source):
             raise NoSuchFile(f"external data file {file.source!r} is not a file: {missing}")
         return st.st_size
-    status, size = await _bridge.probe_url(file.source)
-    if not 200 <= status < 300:
-        raise NoSuchFile(
-            f"external data file {file.source!r} cannot be fetched (HTTP {status}): {missing}"
-        )
-    return size
+    file.release()
+    file.opened = await _download(file, cache, progress, missing)
+    return file.opened.nbytes
 
 
 async def resolve_external_data(
@@ -134,6 +196,9 @@ async def resolve_external_data(
     source: Any,
     given: ExternalData | None,
     what: str,
+    *,
+    cache: bool = True,
+    progress: Progress | None = None,
 ) -> list[DataFile]:
     """Find and check the external data files of a model.
 
@@ -150,6 +215,9 @@ async def resolve_external_data(
         beside the model.
     what : str
         How to name the model in messages.
+    cache : bool
+        Whether files downloaded from URLs go through Cache Storage.
+    progress : Progress, optional
 
     Returns
     -------
@@ -202,39 +270,45 @@ async def resolve_external_data(
         )
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
-    out = []
-    for location, tensors in by_location.items():
-        file = files.get(location)
-        if file is None:
-            if isinstance(source, str) and _is_url(source):
-                if urlparse(source).scheme not in ("http", "https"):
+    out: list[DataFile] = []
+    try:
+        for location, tensors in by_location.items():
+            file = files.get(location)
+            if file is None:
+                if isinstance(source, str) and _is_url(source):
+                    if urlparse(source).scheme not in ("http", "https"):
+                        raise NoSuchFile(
+                            f"{what} keeps {tensor_list(tensors)} in external data file "
+                            f"{location!r}, and a {urlparse(source).scheme}: URL has no folder to "
+                            f"find it in; pass external_data={{{location!r}: <its bytes or URL>}}"
+                        )
+                    file = DataFile(location, "url", urljoin(source, quote(location)))
+                elif isinstance(source, str):
+                    folder = os.path.dirname(source)
+                    file = DataFile(location, "file", os.path.join(folder, location))
+                else:
                     raise NoSuchFile(
                         f"{what} keeps {tensor_list(tensors)} in external data file "
-                        f"{location!r}, and a {urlparse(source).scheme}: URL has no folder to "
-                        f"find it in; pass external_data={{{location!r}: <its bytes or URL>}}"
+                        f"{location!r}, and bytes have no folder to find it in; pass "
+                        f"external_data={{{location!r}: <the file's bytes or URL>}}"
                     )
-                file = DataFile(location, "url", urljoin(source, quote(location)))
-            elif isinstance(source, str):
-                folder = os.path.dirname(source)
-                file = DataFile(location, "file", os.path.join(folder, location))
-            else:
-                raise NoSuchFile(
-                    f"{what} keeps {tensor_list(tensors)} in external data file "
-                    f"{location!r}, and bytes have no folder to find it in; pass "
-                    f"external_data={{{location!r}: <the file's bytes or URL>}}"
+            size = await _size(file, tensors, what, cache, progress)
+            need = _needs(tensors)
+            if size < need:
+                file.release()
+                # The first that does not fit, in file order: where the file was cut.
+                first = min((t for t in tensors if t.offset + (t.length or 0) > size),
+                            key=lambda t: t.offset)
+                shown = file.label() if file.kind == "bytes" else repr(file.source)
+                raise InvalidGraph(
+                    f"external data file {shown} is too short: {what} keeps tensor "
+                    f"{first.name!r} at bytes {first.offset}..{first.offset + (first.length or 0)} "
+                    f"of {location!r}, and all its tensors there need {need} bytes; the file "
+                    f"has {size}"
                 )
-        size = await _size(file, tensors, what)
-        need = _needs(tensors)
-        if size is not None and size < need:
-            # The first that does not fit, in file order: where the file was cut.
-            first = min((t for t in tensors if t.offset + (t.length or 0) > size),
-                        key=lambda t: t.offset)
-            shown = repr(file.source) if file.kind != "bytes" else f"external_data[{location!r}]"
-            raise InvalidGraph(
-                f"external data file {shown} is too short: {what} keeps tensor "
-                f"{first.name!r} at bytes {first.offset}..{first.offset + (first.length or 0)} "
-                f"of {location!r}, and all its tensors there need {need} bytes; the file "
-                f"has {size}"
-            )
-        out.append(file)
+            out.append(file)
+    except BaseException:
+        for f in out:
+            f.release()
+        raise
     return out

@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 
 from . import _bridge, _dtypes
 from ._external import URL_SCHEMES
+from ._fetch import fetch_url
 from ._metadata import (
     ModelMetadata,
     NodeArg,
@@ -17,31 +18,49 @@ from ._metadata import (
     node_args_from_bridge,
     node_args_from_model,
 )
-from ._onnxproto import ModelInfo, parse_model
+from ._onnxproto import ModelInfo, PagedBytes, parse_model
+from ._progress import Progress
 from .errors import InvalidArgument, InvalidGraph, NoSuchFile
 
 __all__ = [
-    "ModelDescription", "ModelSource", "describe_model", "load_model_bytes", "model_name",
-    "read_model",
+    "ModelData", "ModelDescription", "ModelSource", "describe_model", "model_name",
+    "open_model", "read_model", "release",
 ]
 
 ModelSource = str | bytes | bytearray | memoryview | os.PathLike[str]
 
 
-async def load_model_bytes(source: ModelSource) -> bytes:
-    """Read a model from bytes, a path in Pyodide's file system, or a URL.
+#: A model's bytes for one creation: the caller's bytes, or a file kept in
+#: JavaScript (a URL downloaded, a path read) that Python never holds whole.
+ModelData = bytes | _bridge.JsBuffer
+
+
+async def open_model(
+    source: ModelSource, *, cache: bool = True, progress: Progress | None = None
+) -> ModelData:
+    """A model's bytes: the caller's, or read into JavaScript once from a path in
+    Pyodide's file system or a URL (see README, *Where a model's bytes live*).
+
+    Parameters
+    ----------
+    source : str, os.PathLike or bytes-like
+    cache : bool
+        For a URL: read it from, and keep it in, Cache Storage.
+    progress : Progress, optional
 
     Raises
     ------
     InvalidArgument
         For empty bytes, or a source of another type.
     NoSuchFile
-        For a path that is missing or a directory.
+        For a path that is missing or a directory, or a URL that cannot be fetched.
     """
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
         if not data:
             raise InvalidArgument("path_or_bytes: the model bytes are empty")
+        if progress is not None:
+            progress.whole("model bytes", len(data))
         return data
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
@@ -51,17 +70,27 @@ async def load_model_bytes(source: ModelSource) -> bytes:
             f"got {type(source).__name__}"
         )
     if urlparse(source).scheme in URL_SCHEMES:
-        return await _bridge.fetch_bytes(source)
-    try:
-        with open(source, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
+        status, text, buffer = await fetch_url(source, cache=cache, progress=progress)
+        if buffer is None:
+            raise NoSuchFile(f"cannot fetch model {source}: HTTP {status} {text}".rstrip())
+        return buffer
+    if not os.path.exists(source):
         raise NoSuchFile(
             f"model file {source!r} not found (working directory {os.getcwd()!r}); "
             "pass a path in Pyodide's file system, an http(s) URL or the model's bytes"
-        ) from None
-    except IsADirectoryError:
-        raise NoSuchFile(f"model path {source!r} is a directory, not an .onnx file") from None
+        )
+    if os.path.isdir(source):
+        raise NoSuchFile(f"model path {source!r} is a directory, not an .onnx file")
+    buffer = _bridge.read_fs_file(source)
+    if progress is not None:
+        progress.whole(source, buffer.nbytes)
+    return buffer
+
+
+def release(data: ModelData | None) -> None:
+    """Let JavaScript free a model's bytes once its sessions are created."""
+    if isinstance(data, _bridge.JsBuffer):
+        data.release()
 
 
 @dataclass(frozen=True)
@@ -99,14 +128,17 @@ def model_name(source: ModelSource) -> str:
     return f"model {os.fspath(source)!r}"
 
 
-def read_model(model_bytes: bytes) -> ModelInfo | None:
+def read_model(model: ModelData) -> ModelInfo | None:
     """The model as ortweb's reader sees it, or None when it cannot read the bytes.
 
+    A model kept in JavaScript is read a page at a time (:class:`PagedBytes`): its
+    field headers and strings cross into Python, its tensor data never does.
     None is not an error here: onnxruntime-web is the authority on what loads, and
     a model it loads is then described with what it reports.
     """
+    data = model if isinstance(model, bytes) else PagedBytes(model.read, model.nbytes)
     try:
-        return parse_model(model_bytes)
+        return parse_model(data)
     except InvalidGraph:
         return None
 

@@ -15,13 +15,14 @@ Field numbers are those of onnx's ``onnx.proto``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import overload
 
 from .errors import InvalidGraph
 
 __all__ = [
-    "ELEM_TYPE_NAMES", "ExternalTensor", "ModelInfo", "ValueInfo", "parse_model",
+    "ELEM_TYPE_NAMES", "ExternalTensor", "ModelInfo", "PagedBytes", "ValueInfo", "parse_model",
 ]
 
 #: onnxruntime's names of ``TensorProto.DataType`` values, as in ``'tensor(float)'``.
@@ -124,16 +125,80 @@ class ModelInfo:
     external: list[ExternalTensor] = field(default_factory=list)
 
 
+class PagedBytes:
+    """A long byte string that stays elsewhere, read a page at a time through
+    ``read(start, stop)``: how the reader walks a model kept in a JavaScript buffer
+    while holding only a page or two of it in Python.
+
+    The reader's walk is forward with jumps (over tensor data), so two pages
+    suffice: every field header and string comes from one of them, and tensor data
+    is never read at all.
+
+    Parameters
+    ----------
+    read : callable
+        ``read(start, stop) -> bytes``.
+    size : int
+        The length of the whole string.
+    page : int, optional
+        Bytes read at once.
+    """
+
+    __slots__ = ("_base", "_old", "_old_base", "_page", "_read", "_size", "page_size", "reads")
+
+    def __init__(self, read: Callable[[int, int], bytes], size: int, page: int = 1 << 15) -> None:
+        self._read = read
+        self._size = size
+        self.page_size = page
+        self._base, self._page = 0, b""
+        self._old_base, self._old = 0, b""
+        #: How many pieces were read (for tests: the walk must not read it all).
+        self.reads = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _load(self, pos: int) -> None:
+        base = pos - pos % self.page_size
+        self._old_base, self._old = self._base, self._page
+        self._base, self._page = base, self._read(base, min(base + self.page_size, self._size))
+        self.reads += 1
+
+    @overload
+    def __getitem__(self, key: int) -> int: ...
+    @overload
+    def __getitem__(self, key: slice) -> bytes: ...
+    def __getitem__(self, key: int | slice) -> int | bytes:
+        if isinstance(key, slice):
+            start, stop, _ = key.indices(self._size)
+            stop = max(start, stop)
+            for base, page in ((self._base, self._page), (self._old_base, self._old)):
+                if base <= start and stop <= base + len(page):
+                    return page[start - base:stop - base]
+            self.reads += 1
+            return self._read(start, stop)
+        if not 0 <= key < self._size:
+            raise IndexError(key)
+        off = key - self._base
+        if 0 <= off < len(self._page):
+            return self._page[off]
+        off = key - self._old_base
+        if 0 <= off < len(self._old):
+            return self._old[off]
+        self._load(key)
+        return self._page[key - self._base]
+
+
 class _Reader:
     """Walks protobuf fields of ``buf[start:end]``; every index is into the whole buffer."""
 
     __slots__ = ("buf", "has_location", "what")
 
-    def __init__(self, buf: bytes | memoryview, what: str) -> None:
-        self.buf = buf
+    def __init__(self, buf: bytes | memoryview | PagedBytes, what: str) -> None:
+        self.buf: bytes | memoryview | PagedBytes = buf
         self.what = what
-        # A fast search in C; a memoryview (rare: bytes come from load_model_bytes)
-        # cannot be searched without a copy, so its nodes are always walked.
+        # A fast search in C; a memoryview or paged bytes cannot be searched without
+        # a copy, so their nodes are always walked.
         self.has_location = not isinstance(buf, bytes) or _LOCATION_KEY in buf
 
     def fail(self, where: str, problem: str) -> InvalidGraph:
@@ -412,14 +477,17 @@ def _graph(r: _Reader, start: int, end: int, info: ModelInfo, top: bool = True) 
             )
 
 
-def parse_model(data: bytes | bytearray | memoryview, what: str = "model") -> ModelInfo:
+def parse_model(
+    data: bytes | bytearray | memoryview | PagedBytes, what: str = "model"
+) -> ModelInfo:
     """Read a serialized ``ModelProto``'s metadata, graph inputs/outputs, the
     names of its initializers and its tensors stored in external files.
 
     Parameters
     ----------
-    data : bytes, bytearray or memoryview
-        The whole ``.onnx`` file. Nothing is copied but the strings read.
+    data : bytes, bytearray, memoryview or PagedBytes
+        The whole ``.onnx`` file. Nothing is copied but the strings read (and, for
+        :class:`PagedBytes`, the pages holding field headers).
     what : str, optional
         How to name the model in error messages (a path, a URL).
 
@@ -432,7 +500,7 @@ def parse_model(data: bytes | bytearray | memoryview, what: str = "model") -> Mo
     InvalidGraph
         When the bytes are truncated or not protobuf, or have no graph.
     """
-    buf = data if isinstance(data, bytes) else memoryview(data).cast("B")
+    buf = data if isinstance(data, bytes | PagedBytes) else memoryview(data).cast("B")
     r = _Reader(buf, what)
     info = ModelInfo()
     where = "ModelProto"

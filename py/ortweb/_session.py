@@ -18,12 +18,21 @@ import numpy as np
 from . import _bridge
 from ._create import create_from_plan, ort_session_options
 from ._devices import Locations, normalize_locations
-from ._external import DataFile, ExternalData, resolve_external_data
+from ._external import DataFile, ExternalData, ort_entries, resolve_external_data
 from ._iobinding import Fetches, IOBinding, run_with_iobinding
 from ._metadata import ModelMetadata, NodeArg
-from ._model import ModelSource, describe_model, load_model_bytes, model_name, read_model
+from ._model import (
+    ModelData,
+    ModelSource,
+    describe_model,
+    model_name,
+    open_model,
+    read_model,
+    release,
+)
 from ._options import RunOptions, SessionOptions
 from ._policy import ProviderPolicy, plan_providers
+from ._progress import Progress, ProgressCallback
 from ._providers import provider_options as ep_options
 from ._report import ProviderReport, make_report
 from ._runio import bridge_feeds, deliver_outputs
@@ -63,6 +72,16 @@ class InferenceSession:
         ``location``, e.g. ``'model.onnx.data'``) → its bytes, a URL or a path in
         Pyodide's file system. Needed for a model given as bytes; a model opened by
         path or URL finds its files beside itself, and entries given here win.
+    progress : callable, optional
+        ``progress(file, loaded, total)``, called as the model and each data file
+        load: ``file`` is the URL or path, ``loaded`` and ``total`` bytes (``total``
+        None while a server has not said). Per file, ``loaded`` only grows and ends
+        at ``total``. An exception it raises stops the load and is raised here.
+    cache : bool, default True
+        A model or data file given by URL is kept in the browser's Cache Storage
+        (checked for size, and for sha256 when the URL ends in ``#sha256=<hex>``),
+        so the next load of that URL makes no network request; False fetches from
+        the network and keeps nothing (see :func:`ortweb.cache_info`).
 
     Notes
     -----
@@ -81,11 +100,13 @@ class InferenceSession:
         *,
         preferred_output_location: Locations = None,
         external_data: ExternalData | None = None,
+        progress: ProgressCallback | None = None,
+        cache: bool = True,
     ) -> None:
         self._handle = None
         _bridge.block_on(self._open(
             path_or_bytes, sess_options, providers, preferred_output_location, provider_options,
-            external_data,
+            external_data, progress, cache,
         ))
 
     @classmethod
@@ -98,13 +119,15 @@ class InferenceSession:
         *,
         preferred_output_location: Locations = None,
         external_data: ExternalData | None = None,
+        progress: ProgressCallback | None = None,
+        cache: bool = True,
     ) -> InferenceSession:
         """Asynchronous constructor: ``sess = await InferenceSession.create(...)``."""
         self = cls.__new__(cls)
         self._handle = None
         await self._open(
             path_or_bytes, sess_options, providers, preferred_output_location, provider_options,
-            external_data,
+            external_data, progress, cache,
         )
         return self
 
@@ -116,6 +139,8 @@ class InferenceSession:
         preferred_output_location: Locations = None,
         provider_options: Any = None,
         external_data: ExternalData | None = None,
+        progress: ProgressCallback | None = None,
+        cache: bool = True,
     ) -> None:
         _bridge.get_bridge()  # outside a page with the bridge, say so before anything else
         if sess_options is not None and not isinstance(sess_options, SessionOptions):
@@ -130,19 +155,36 @@ class InferenceSession:
             from ._runtime import set_num_threads
 
             set_num_threads(self._options.intra_op_num_threads)
-        self._model_bytes = await load_model_bytes(path_or_bytes)
-        parsed = read_model(self._model_bytes)
-        self._external: list[DataFile] = await resolve_external_data(
-            parsed, path_or_bytes, external_data, model_name(path_or_bytes)
-        )
-        info, timings, how = await create_from_plan(self._model_bytes, plan, self._ort_options())
+        reporter = None if progress is None else Progress(progress)
+        self._source, self._cache = path_or_bytes, bool(cache)
+        model = await open_model(path_or_bytes, cache=self._cache, progress=reporter)
+        self._external: list[DataFile] = []
+        buffers: list[_bridge.JsBuffer] = []
+        try:
+            parsed = read_model(model)
+            self._external = await resolve_external_data(
+                parsed, path_or_bytes, external_data, model_name(path_or_bytes),
+                cache=self._cache, progress=reporter,
+            )
+            options, buffers = await self._ort_options(reporter)
+            info, timings, how = await create_from_plan(model, plan, options)
+        finally:
+            # ORT-web has copied what it needs into its heap: JavaScript may free
+            # the files now (a re-creation reads or fetches them again).
+            release(model)
+            for b in buffers:
+                b.release()
+            for f in self._external:
+                f.release()
+        # The caller's bytes are kept for a re-creation; a file's or URL's are not.
+        self._model_bytes = model if isinstance(model, bytes) else None
         self._adopt(int(info["handle"]))
         self._provider = str(info["provider"])
         self._build = str(info["build"])
         self._report = make_report(plan, info, timings, how)
-        model = describe_model(parsed, info, self._options.free_dimension_overrides)
-        self._inputs, self._outputs = model.inputs, model.outputs
-        self._overridable, self._meta = model.overridable, model.meta
+        described = describe_model(parsed, info, self._options.free_dimension_overrides)
+        self._inputs, self._outputs = described.inputs, described.outputs
+        self._overridable, self._meta = described.overridable, described.meta
         self._feed_memo = FeedMemo()
         if isinstance(self._locations, dict):
             unknown = sorted(set(self._locations) - {a.name for a in self._outputs})
@@ -153,11 +195,18 @@ class InferenceSession:
                     f"outputs are {[a.name for a in self._outputs]}"
                 )
 
-    def _ort_options(self) -> dict[str, Any]:
+    async def _ort_options(
+        self, progress: Progress | None = None
+    ) -> tuple[dict[str, Any], list[_bridge.JsBuffer]]:
+        """ORT-web's session options, and the JS buffers of the data files in them
+        (released once the session is created)."""
         options = ort_session_options(self._options, self._locations, self._ep_options)
+        buffers: list[_bridge.JsBuffer] = []
         if self._external:
-            options["externalData"] = [f.ort_entry() for f in self._external]
-        return options
+            options["externalData"], buffers = await ort_entries(
+                self._external, cache=self._cache, progress=progress
+            )
+        return options, buffers
 
     def _adopt(self, handle: int) -> None:
         old = getattr(self, "_finalizer", None)
@@ -335,9 +384,16 @@ class InferenceSession:
             ) from exc
 
     async def _recreate(self) -> None:
-        info = await _bridge.create_session(
-            self._model_bytes, [self._provider], self._ort_options()
-        )
+        model: ModelData = self._model_bytes or await open_model(self._source, cache=self._cache)
+        buffers: list[_bridge.JsBuffer] = []
+        try:
+            options, buffers = await self._ort_options()
+            info = await _bridge.create_session(model, [self._provider], options)
+        finally:
+            if model is not self._model_bytes:
+                release(model)
+            for b in buffers:
+                b.release()
         old = self._handle
         self._adopt(int(info["handle"]))
         if old is not None:

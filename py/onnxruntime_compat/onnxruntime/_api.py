@@ -339,6 +339,10 @@ def _terminate_check(run_options: Any) -> Any:
     return run_options
 
 
+#: Keywords of ``ortweb.InferenceSession`` the drop-in passes on.
+_ORTWEB_KEYWORDS = ("preferred_output_location", "external_data", "progress", "cache")
+
+
 class InferenceSession:
     """onnxruntime's ``InferenceSession``, running an ``ortweb.InferenceSession``.
 
@@ -357,8 +361,9 @@ class InferenceSession:
         One dict per provider; options onnxruntime-web does not understand are
         dropped with a warning naming them.
     **kwargs
-        ``preferred_output_location`` and ``external_data`` (ortweb's: a model's
-        external data files as ``{location: bytes or URL}``); anything else (native's
+        ``preferred_output_location``, ``external_data`` (a model's external data
+        files as ``{location: bytes or URL}``), ``progress`` and ``cache``: ortweb's,
+        passed to ``ortweb.InferenceSession``; anything else (native's
         ``disabled_optimizers``, ...) is ignored with a warning naming it.
     """
 
@@ -372,8 +377,7 @@ class InferenceSession:
     ) -> None:
         self._source = path_or_bytes
         self._options = sess_options if sess_options is not None else SessionOptions()
-        self._extra = {k: kwargs.pop(k) for k in ("preferred_output_location", "external_data")
-                       if k in kwargs}
+        self._extra = {k: kwargs.pop(k) for k in _ORTWEB_KEYWORDS if k in kwargs}
         if kwargs:
             warnings.warn(
                 f"InferenceSession: arguments {sorted(kwargs)} have no effect in the browser "

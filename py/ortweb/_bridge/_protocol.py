@@ -9,7 +9,7 @@ asynchronous bridge call resolves to an envelope (``{ok, value}`` /
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,22 +18,24 @@ from .. import _dtypes
 from .._convert import WireTensor
 from ..errors import from_envelope
 from . import _waiting
-from ._ffi import GLOBAL, IN_BROWSER, js_object, to_js
+from ._ffi import GLOBAL, IN_BROWSER, create_proxy, js_object, to_js
 from ._loading import ensure_bridge, get_bridge, last_seen, peek
 from ._wire import Feed, GpuOutput, Stage, decode_outputs, encode, fetch_list, flat_feeds, read
 
 __all__ = [
+    "JsBuffer",
+    "cache_info",
     "call",
+    "clear_cache",
     "configure",
     "create_session",
     "cross_origin_isolated",
     "default_providers",
     "dispose_value",
     "encode_feed",
-    "fetch_bytes",
+    "fetch_file",
     "get_choice",
     "meters",
-    "probe_url",
     "probe_webgpu",
     "put_choice",
     "read_fs_file",
@@ -45,6 +47,7 @@ __all__ = [
     "set_default_providers",
     "settings",
     "settled_meters",
+    "sha256_hex",
     "stats",
     "upload_value",
     "value_from_gpu_buffer",
@@ -99,47 +102,119 @@ def encode_feed(feed: WireTensor) -> Any:
 # -- sessions ----------------------------------------------------------------------
 
 
-async def fetch_bytes(url: str) -> bytes:
-    """Download ``url`` with the browser's ``fetch`` (HTTP errors → NoSuchFile)."""
-    value = await call("fetchBytes", url, context=f"load {url}")
-    return bytes(value.to_bytes())
+class JsBuffer:
+    """A file's bytes kept in JavaScript (a ``Uint8Array``): a model or data file
+    downloaded or read by the bridge, which Python reads in pieces
+    (:meth:`read`) and hands on to onnxruntime-web without ever holding it whole.
+
+    Attributes
+    ----------
+    nbytes : int
+    label : str
+        The URL or path it came from, for messages.
+    from_cache : bool
+        Whether it came from Cache Storage rather than the network.
+    """
+
+    __slots__ = ("_array", "from_cache", "label", "nbytes")
+
+    def __init__(self, array: Any, label: str, from_cache: bool = False) -> None:
+        self._array = array
+        self.nbytes = int(array.length)
+        self.label = label
+        self.from_cache = from_cache
+
+    @property
+    def js(self) -> Any:
+        """The ``Uint8Array`` itself."""
+        if self._array is None:
+            raise RuntimeError(f"the bytes of {self.label} were released")
+        return self._array
+
+    def read(self, start: int, stop: int) -> bytes:
+        """``bytes[start:stop]``: copied into Python, that piece only."""
+        return bytes(self.js.subarray(start, stop).to_bytes())
+
+    def release(self) -> None:
+        """Let JavaScript free the bytes (safe twice): the last reference Python held
+        to the ``Uint8Array`` goes."""
+        self._array = None
+
+    def __repr__(self) -> str:
+        state = "released" if self._array is None else f"{self.nbytes} bytes"
+        return f"<JsBuffer {self.label} {state}>"
 
 
-async def probe_url(url: str) -> tuple[int, int | None]:
-    """``(HTTP status, size in bytes or None when the server does not say)`` of ``url``,
-    from a HEAD request (nothing is downloaded)."""
-    value = (await call("probeUrl", url, context=f"probe {url}")).to_py()
-    size = int(value["size"])
-    return int(value["status"]), (None if size < 0 else size)
+async def fetch_file(
+    url: str, *, cache: bool, progress: Callable[[int, int], Any] | None = None
+) -> tuple[int, str, JsBuffer | None]:
+    """Download ``url`` into a JS buffer (``bridge_js/fetching.js``), through Cache
+    Storage when ``cache``.
+
+    Returns
+    -------
+    status, status_text : int, str
+        The HTTP status (200 for a file found in the cache).
+    buffer : JsBuffer or None
+        The whole file; None when the status is not 2xx.
+    """
+    proxy = None if progress is None else create_proxy(progress)
+    try:
+        value = await call("fetchFile", url, cache, proxy, context=f"load {url}")
+    finally:
+        if proxy is not None:
+            proxy.destroy()
+    status, text = int(value.status), str(value.statusText)
+    array = value.bytes
+    return status, text, (None if array is None else JsBuffer(array, url, bool(value.fromCache)))
 
 
-def read_fs_file(path: str) -> Any:
-    """A file of Pyodide's file system as a JS ``Uint8Array``: read by Emscripten
+async def sha256_hex(buffer: JsBuffer) -> str:
+    """The sha256 of a JS buffer, computed in JavaScript (lowercase hex)."""
+    return str(await call("sha256", buffer.js, context="sha256"))
+
+
+async def cache_info() -> dict[str, Any]:
+    """``{available, files: [{url, size, sha256, stored}]}``: what ortweb keeps in
+    Cache Storage."""
+    return (await call("cacheInfo", context="cache_info")).to_py()  # type: ignore[no-any-return]
+
+
+async def clear_cache(url: str | None) -> int:
+    """Remove the cached files of ``url`` (None: all); returns how many went."""
+    return int(await call("clearCache", url, context="clear_cache"))
+
+
+def read_fs_file(path: str) -> JsBuffer:
+    """A file of Pyodide's file system as a :class:`JsBuffer`: read by Emscripten
     straight into JavaScript, never copied through Python."""
     import pyodide_js
 
-    return pyodide_js.FS.readFile(path)
+    return JsBuffer(pyodide_js.FS.readFile(path), path)
+
+
+def _as_js(data: Any) -> Any:
+    if isinstance(data, JsBuffer):
+        return data.js
+    if isinstance(data, bytes | bytearray | memoryview):
+        return to_js(memoryview(data))
+    return data
 
 
 def _external_data(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for entry in entries:
-        data = entry["data"]
-        if isinstance(data, bytes | bytearray | memoryview):
-            data = to_js(memoryview(data))
-        out.append({"path": entry["path"], "data": data})
-    return out
+    return [{"path": entry["path"], "data": _as_js(entry["data"])} for entry in entries]
 
 
 async def create_session(
-    model: bytes, providers: Sequence[str], options: dict[str, Any]
+    model: bytes | JsBuffer, providers: Sequence[str], options: dict[str, Any]
 ) -> dict[str, Any]:
     """Create an ORT-web session; returns handle, provider, skipped and metadata.
 
-    ``options["externalData"]``, when there, is ORT-web's list of ``{path, data}``;
-    ``data`` may be bytes (copied into a ``Uint8Array``), a URL or a JS value.
+    ``model`` is Python bytes (copied into a ``Uint8Array``) or a :class:`JsBuffer`
+    (given as it is). ``options["externalData"]``, when there, is ORT-web's list of
+    ``{path, data}``; ``data`` may be bytes, a :class:`JsBuffer` or a URL.
     """
-    data = to_js(memoryview(model))
+    data = _as_js(model)
     if "externalData" in options:
         options = {**options, "externalData": _external_data(options["externalData"])}
     value = await call(

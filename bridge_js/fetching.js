@@ -1,0 +1,273 @@
+// @ts-check
+/**
+ * Models and external data files given by URL: fetched here, straight into one
+ * JS buffer that Python reads in pages (for the model's description) and
+ * onnxruntime-web is then given, so their bytes never pass through Python's heap.
+ *
+ * A download reports its progress as it goes, is checked against its
+ * Content-Length (and a `#sha256=<hex>` fragment when the URL has one), and only
+ * then kept in Cache Storage, so a second load of the same URL makes no network
+ * request and a cut or failed download leaves nothing behind.
+ * @module fetching
+ */
+
+import { BridgeError } from './errors.js';
+
+/** Cache Storage's name for ortweb's downloaded files (bump on a format change). */
+export const FILE_CACHE = 'ortweb-files-v1';
+const SIZE_HEADER = 'X-Ortweb-Size';
+const SHA_HEADER = 'X-Ortweb-Sha256';
+const STORED_HEADER = 'X-Ortweb-Stored';
+/** Progress is reported at most this often (ms), and at the end. */
+const PROGRESS_EVERY_MS = 50;
+
+/**
+ * @typedef {object} Fetched
+ * @property {number} status  HTTP status (200 from the cache)
+ * @property {string} statusText
+ * @property {Uint8Array|null} bytes  the whole file; null when status is not 2xx
+ * @property {boolean} fromCache
+ */
+
+/**
+ * @callback Progress
+ * @param {number} loaded bytes so far
+ * @param {number} total the size, or -1 while unknown (no Content-Length)
+ * @returns {any}
+ */
+
+/**
+ * The sha256 a URL's `#sha256=<hex>` fragment asks for, or ''.
+ * @param {string} url
+ */
+export function expectedSha256(url) {
+  const found = /[#&]sha256=([0-9a-fA-F]{64})(?:&|$)/.exec(new URL(url, globalThis.location?.href).hash);
+  return found ? found[1].toLowerCase() : '';
+}
+
+/**
+ * The cache key: the URL without its fragment, with `ortweb-sha256` when the hash is known.
+ * @param {string} url
+ * @param {string} sha
+ */
+function cacheKey(url, sha) {
+  const key = new URL(url, globalThis.location?.href);
+  key.hash = '';
+  if (sha) key.searchParams.set('ortweb-sha256', sha);
+  return key.href;
+}
+
+/** @param {Uint8Array} bytes */
+export async function sha256Hex(bytes) {
+  const digest = await crypto.subtle.digest('SHA-256', /** @type {Uint8Array<ArrayBuffer>} */ (bytes));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** @returns {Promise<Cache|null>} null where Cache Storage is missing (insecure context) */
+async function openCache() {
+  try {
+    return typeof globalThis.caches === 'undefined' ? null : await caches.open(FILE_CACHE);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A progress reporter that calls `progress` at most every PROGRESS_EVERY_MS and
+ * always for the last byte; a throw from it stops the download.
+ * @param {Progress|null} progress
+ */
+function reporter(progress) {
+  let last = -Infinity;
+  /** @param {number} loaded @param {number} total @param {boolean} [final] */
+  return (loaded, total, final = false) => {
+    if (!progress) return;
+    const now = performance.now();
+    if (!final && now - last < PROGRESS_EVERY_MS) return;
+    last = now;
+    progress(loaded, total);
+  };
+}
+
+/**
+ * The body of `response`, read chunk by chunk into one buffer.
+ * @param {Response} response
+ * @param {number} size the expected size, or -1 when unknown
+ * @param {ReturnType<typeof reporter>} report
+ * @param {string} url for messages
+ */
+async function readBody(response, size, report, url) {
+  if (!response.body) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    report(bytes.length, bytes.length, true);
+    return bytes;
+  }
+  const reader = response.body.getReader();
+  // A known size: one buffer, filled in place (no concatenation of chunks).
+  let buffer = new Uint8Array(size >= 0 ? size : 1 << 20);
+  let loaded = 0;
+  report(0, size, true);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (loaded + value.length > buffer.length) {
+        if (size >= 0) {
+          throw new BridgeError('NoSuchFile', `${url}: the server sent more than the ${size} bytes its Content-Length says`);
+        }
+        const bigger = new Uint8Array(Math.max(buffer.length * 2, loaded + value.length));
+        bigger.set(buffer.subarray(0, loaded));
+        buffer = bigger;
+      }
+      buffer.set(value, loaded);
+      loaded += value.length;
+      report(loaded, size);
+    }
+  } catch (err) {
+    await reader.cancel().catch(() => {});
+    // A dropped connection (fetch's TypeError): the file was not read.
+    if (err instanceof TypeError) {
+      const of = size >= 0 ? ` of ${size}` : '';
+      throw new BridgeError('NoSuchFile', `${url}: the download failed after ${loaded}${of} bytes (${err.message})`);
+    }
+    throw err;
+  }
+  if (size >= 0 && loaded !== size) {
+    throw new BridgeError('NoSuchFile', `${url}: the download stopped after ${loaded} of the ${size} bytes its Content-Length says`);
+  }
+  report(loaded, loaded, true);
+  return loaded === buffer.length ? buffer : buffer.slice(0, loaded);
+}
+
+/**
+ * The size a response's Content-Length gives for its body, or -1.
+ * @param {Response} response
+ */
+function declaredSize(response) {
+  const length = response.headers.get('Content-Length');
+  // A compressed response's length is not the file's.
+  if (length === null || response.headers.get('Content-Encoding')) return -1;
+  const size = Number(length);
+  return Number.isSafeInteger(size) && size >= 0 ? size : -1;
+}
+
+/**
+ * The file from Cache Storage, or null (missing, or not what was stored: then removed).
+ * @param {Cache} cache @param {string} key @param {ReturnType<typeof reporter>} report
+ * @param {string} url
+ */
+async function fromCache(cache, key, report, url) {
+  const hit = await cache.match(key);
+  if (!hit) return null;
+  const size = Number(hit.headers.get(SIZE_HEADER) ?? -1);
+  try {
+    const bytes = await readBody(hit, size, report, url);
+    if (bytes.length === size) return bytes;
+  } catch {
+    // Unreadable or short: fall through, drop it, download afresh.
+  }
+  await cache.delete(key);
+  return null;
+}
+
+/**
+ * Keep a verified download; a full disk (quota) only costs the next load a download.
+ * @param {Cache} cache @param {string} key @param {Uint8Array} bytes @param {string} sha
+ */
+async function store(cache, key, bytes, sha) {
+  try {
+    await cache.put(key, new Response(/** @type {Uint8Array<ArrayBuffer>} */ (bytes), {
+      headers: {
+        'Content-Type': 'application/octet-stream',
+        [SIZE_HEADER]: String(bytes.length),
+        [SHA_HEADER]: sha || await sha256Hex(bytes),
+        [STORED_HEADER]: new Date().toISOString(),
+      },
+    }));
+  } catch (err) {
+    console.warn(`ortweb: could not keep ${key} in Cache Storage`, err);
+  }
+}
+
+/**
+ * Fetch a model or external data file into one buffer.
+ * @param {string} url absolute, or relative to the page
+ * @param {{cache?: boolean, progress?: Progress|null}} [options] `cache` (default
+ *   true): read from and keep in Cache Storage
+ * @returns {Promise<Fetched>}
+ */
+export async function fetchFile(url, options = {}) {
+  const useCache = options.cache ?? true;
+  const report = reporter(options.progress ?? null);
+  const sha = expectedSha256(url);
+  const key = cacheKey(url, sha);
+  const cache = useCache ? await openCache() : null;
+  if (cache) {
+    const bytes = await fromCache(cache, key, report, url);
+    if (bytes) return { status: 200, statusText: 'OK', bytes, fromCache: true };
+  }
+  const plain = new URL(url, globalThis.location?.href);
+  plain.hash = '';
+  let response;
+  try {
+    response = await fetch(plain.href);
+  } catch (err) {
+    throw new BridgeError('NoSuchFile', `cannot fetch ${url}: ${err instanceof Error ? err.message : err} (offline, refused, or blocked by CORS)`);
+  }
+  if (!response.ok) {
+    await response.body?.cancel().catch(() => {});
+    return { status: response.status, statusText: response.statusText, bytes: null, fromCache: false };
+  }
+  const bytes = await readBody(response, declaredSize(response), report, url);
+  if (sha) {
+    const got = await sha256Hex(bytes);
+    if (got !== sha) {
+      throw new BridgeError('NoSuchFile', `${url}: the file's sha256 is ${got}, the URL's #sha256= asks for ${sha}`);
+    }
+  }
+  if (cache) await store(cache, key, bytes, sha);
+  return { status: response.status, statusText: response.statusText, bytes, fromCache: false };
+}
+
+/**
+ * What ortweb keeps in Cache Storage.
+ * @returns {Promise<{available: boolean, files: {url: string, size: number, sha256: string, stored: string}[]}>}
+ */
+export async function cacheInfo() {
+  const cache = await openCache();
+  if (!cache) return { available: false, files: [] };
+  const files = [];
+  for (const request of await cache.keys()) {
+    const hit = await cache.match(request);
+    if (!hit) continue;
+    const url = new URL(request.url);
+    url.searchParams.delete('ortweb-sha256');
+    files.push({
+      url: url.href,
+      size: Number(hit.headers.get(SIZE_HEADER) ?? -1),
+      sha256: hit.headers.get(SHA_HEADER) ?? '',
+      stored: hit.headers.get(STORED_HEADER) ?? '',
+    });
+  }
+  return { available: true, files };
+}
+
+/**
+ * Remove files from Cache Storage: those of `url` (any hash), or all.
+ * @param {string|null} url
+ * @returns {Promise<number>} how many entries went
+ */
+export async function clearCache(url) {
+  const cache = await openCache();
+  if (!cache) return 0;
+  const want = url ? cacheKey(url, '') : null;
+  let removed = 0;
+  for (const request of await cache.keys()) {
+    const plain = new URL(request.url);
+    plain.searchParams.delete('ortweb-sha256');
+    if (want === null || plain.href === want) {
+      if (await cache.delete(request)) removed += 1;
+    }
+  }
+  return removed;
+}
