@@ -9,6 +9,7 @@ from ortweb import errors
 from ortweb.errors import (
     InvalidArgument,
     InvalidGraph,
+    ModelTooLarge,
     NoSuchFile,
     NotImplementedByRuntime,
     OrtRuntimeError,
@@ -21,7 +22,7 @@ from ortweb.errors import (
 
 ALL = [
     InvalidArgument, NoSuchFile, InvalidGraph, NotImplementedByRuntime,
-    ProviderUnavailable, SyncUnavailable, SessionClosed, OrtRuntimeError,
+    ProviderUnavailable, SyncUnavailable, SessionClosed, ModelTooLarge, OrtRuntimeError,
 ]
 
 # onnxruntime_c_api.h's OrtErrorCode, and the class each must become.

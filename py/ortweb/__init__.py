@@ -41,6 +41,7 @@ from ._session import InferenceSession
 from .errors import (
     InvalidArgument,
     InvalidGraph,
+    ModelTooLarge,
     NoSuchFile,
     NotImplementedByRuntime,
     OrtRuntimeError,
@@ -61,6 +62,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidGraph",
     "ModelMetadata",
+    "ModelTooLarge",
     "NoSuchFile",
     "NodeArg",
     "NotImplementedByRuntime",

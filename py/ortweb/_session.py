@@ -20,6 +20,7 @@ from ._create import create_from_plan, ort_session_options
 from ._devices import Locations, normalize_locations
 from ._external import DataFile, ExternalData, ort_entries, resolve_external_data
 from ._iobinding import Fetches, IOBinding, run_with_iobinding
+from ._limits import check_model_file, check_model_size, fit_plan, model_sizes, out_of_memory
 from ._metadata import ModelMetadata, NodeArg
 from ._model import (
     ModelData,
@@ -157,17 +158,30 @@ class InferenceSession:
             set_num_threads(self._options.intra_op_num_threads)
         reporter = None if progress is None else Progress(progress)
         self._source, self._cache = path_or_bytes, bool(cache)
+        what = model_name(path_or_bytes)
+        check_model_file(path_or_bytes, what)
         model = await open_model(path_or_bytes, cache=self._cache, progress=reporter)
         self._external: list[DataFile] = []
         buffers: list[_bridge.JsBuffer] = []
         try:
+            nbytes = len(model) if isinstance(model, bytes) else model.nbytes
+            check_model_size(nbytes, what)
             parsed = read_model(model)
             self._external = await resolve_external_data(
-                parsed, path_or_bytes, external_data, model_name(path_or_bytes),
+                parsed, path_or_bytes, external_data, what,
                 cache=self._cache, progress=reporter,
             )
+            # Sizes from the model's own description, before any byte reaches ORT-web.
+            sizes = model_sizes(nbytes, parsed)
+            plan = fit_plan(plan, sizes, what)
             options, buffers = await self._ort_options(reporter)
-            info, timings, how = await create_from_plan(model, plan, options)
+            try:
+                info, timings, how = await create_from_plan(model, plan, options)
+            except OrtWebError as exc:
+                clear = out_of_memory(exc, sizes, what)
+                if clear is None:
+                    raise
+                raise clear from exc
         finally:
             # ORT-web has copied what it needs into its heap: JavaScript may free
             # the files now (a re-creation reads or fetches them again).

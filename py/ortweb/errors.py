@@ -10,6 +10,7 @@ One hierarchy, rooted at :class:`OrtWebError`::
     ├── ProviderUnavailable    no requested execution provider could be used
     ├── SyncUnavailable        the synchronous API was called where it cannot block
     ├── SessionClosed          a session used after ``close()``
+    ├── ModelTooLarge          a model over a memory limit of the browser (also a MemoryError)
     └── OrtRuntimeError        any other failure inside onnxruntime-web (also a RuntimeError)
 
 Errors that come from onnxruntime-web arrive through the bridge as an envelope
@@ -26,6 +27,7 @@ from typing import Any
 __all__ = [
     "InvalidArgument",
     "InvalidGraph",
+    "ModelTooLarge",
     "NoSuchFile",
     "NotImplementedByRuntime",
     "OrtRuntimeError",
@@ -94,6 +96,27 @@ class SyncUnavailable(OrtWebError):
 
 class SessionClosed(OrtWebError):
     """The session was closed and cannot be used any more."""
+
+
+class ModelTooLarge(OrtWebError, MemoryError):
+    """A model that cannot fit under one of the browser's memory limits.
+
+    Raised before the bytes reach the runtime when the model's own description
+    shows it cannot fit, and in place of the runtime's ``bad_alloc`` otherwise.
+
+    Attributes
+    ----------
+    limit : int
+        The limit in bytes (0 when not known).
+    size : int
+        What the model needs under it, in bytes (0 when not known).
+    """
+
+    def __init__(self, message: str, *, limit: int = 0, size: int = 0,
+                 code: int | None = None, js_name: str | None = None):
+        super().__init__(message, code=code, js_name=js_name)
+        self.limit = limit
+        self.size = size
 
 
 class OrtRuntimeError(OrtWebError, RuntimeError):

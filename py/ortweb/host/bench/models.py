@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
-__all__ = ["folded_resnet50", "unary_model"]
+__all__ = ["folded_resnet50", "large_input", "large_model", "unary_model"]
 
 
 def _cache_dir() -> Path:
@@ -60,3 +62,79 @@ def unary_model(op: str, name_in: str, name_out: str) -> bytes:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return bytes(model.SerializeToString())
+
+
+def large_model(mib: int, files: int = 1, dim: int = 4096, cache: Path | None = None, *,
+                sparse: bool = False) -> Path:
+    """A float32 MatMul chain with ``mib`` MiB of weights in external data files.
+
+    ``y = x @ W0 @ W1 @ ...`` with ``x`` float32 ``[1, dim]`` and each ``Wi`` a
+    ``[dim, dim]`` weight (64 MiB at the default ``dim``), scaled so ``y`` stays near
+    ``x``'s magnitude. The weights are split over ``files`` data files
+    (``weights_0.bin``, ...; ``model.onnx.data`` when there is one), as a model saved
+    with external data keeps them. A tiny input makes a run cheap, so native
+    onnxruntime checks the output in a moment whatever the size.
+
+    Written once under ``build/large/`` (deterministic, named by the parameters) and
+    reused; returns the path of ``model.onnx``. ``sparse`` writes no weights: the data
+    files are holes of the right size (all zeros, no disk used), for models that are
+    only ever refused.
+    """
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    per = dim * dim * 4
+    count = max(1, (mib * 1024 * 1024) // per)
+    folder = (cache or _cache_dir().parent / "large") / (
+        f"matmul_v1_{mib}mib_{files}f_{dim}d" + ("_sparse" if sparse else ""))
+    out = folder / "model.onnx"
+    if out.exists():
+        return out
+    folder.mkdir(parents=True, exist_ok=True)
+    names = (["model.onnx.data"] if files == 1
+             else [f"weights_{i}.bin" for i in range(files)])
+    # Consecutive weights share a file, as onnx.save writes them.
+    per_file = -(-count // files)
+    inits, nodes, offsets = [], [], dict.fromkeys(names, 0)
+    with ExitStack() as stack:
+        handles = {n: stack.enter_context(open(folder / n, "wb")) for n in names}
+        prev = "x"
+        for i in range(count):
+            location = names[i // per_file]
+            if sparse:
+                handles[location].truncate(offsets[location] + per)
+            else:
+                rng = np.random.default_rng(i)
+                w = rng.random((dim, dim), dtype=np.float32)
+                w -= np.float32(0.5)
+                w *= np.float32((12.0 / dim) ** 0.5)
+                w.tofile(handles[location])
+            t = TensorProto(name=f"w{i}", data_type=TensorProto.FLOAT, dims=[dim, dim],
+                            data_location=TensorProto.EXTERNAL)
+            for key, value in (("location", location), ("offset", str(offsets[location])),
+                               ("length", str(per))):
+                entry = t.external_data.add()
+                entry.key, entry.value = key, value
+            offsets[location] += per
+            inits.append(t)
+            name = "y" if i == count - 1 else f"h{i}"
+            nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [name]))
+            prev = name
+    graph = helper.make_graph(
+        nodes, "large_matmul_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, dim])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    tmp = out.with_suffix(".tmp")
+    tmp.write_bytes(model.SerializeToString())
+    tmp.replace(out)  # last: a folder without model.onnx is an interrupted one
+    return out
+
+
+def large_input(dim: int = 4096) -> Any:
+    """The input :func:`large_model`'s checks feed: float32 ``[1, dim]``, ``((i % 17) - 8) / 8``
+    (the plain-JS page ``web/large_plain.js`` makes the same)."""
+    import numpy as np
+
+    return (((np.arange(dim) % 17) - 8) / 8).astype(np.float32)[None]
