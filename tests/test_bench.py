@@ -47,3 +47,24 @@ def test_small_bench_reports_every_fixed_key(ortweb_runtime, tmp_path) -> None:
     assert bench.verdict("cold_start_ratio", data["figures"]["cold_start_ratio"]) == "not run"
     table = bench.render_table(data)
     assert all(key in table for key in bench.FIXED_KEYS)
+
+
+@pytest.mark.browser
+def test_large_section_on_a_small_model(ortweb_runtime) -> None:
+    """The large-model section's form on 64 MiB of weights, one round: every side
+    loads, ratios pair up, peaks come from the renderer and hold the weights."""
+    plan = bench.Plan(large_mib=64, large_reps=1, large_webgpu=False, large_over2g_mib=0)
+    data = bench.run_bench(ortweb_runtime, plan, sections=["large"], log=print)
+    figures, details = data["figures"], data["details"]
+    for key in ("large_load_ratio", "large_peak_mem_ratio"):
+        s = figures[key]
+        assert s["n"] == 1 and 0.2 < s["median"] < 5, (key, s)
+    for side in ("plain", "ortweb_url", "ortweb_path"):
+        assert 0 < details[f"large_{side}_load_ms"]["median"] < 60_000
+        # The renderer held the 64 MiB of weights (at least once) while loading.
+        assert details[f"large_{side}_peak_mb"]["median"] > 64 * 1.048, side
+    # By URL, ORT-web fetched the data itself: Pyodide's heap did not take 64 MiB.
+    assert details["large_ortweb_url_pyodide_heap_growth_mb"]["median"] < 32
+    warm = figures["large_warm_ratio"]
+    if warm["n"] == 0:
+        assert "unavailable" in data["notes"]["large_warm_ratio"]

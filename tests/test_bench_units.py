@@ -44,7 +44,8 @@ def test_fixed_keys_are_the_issues() -> None:
         "bridge_ratio_resnet50", "bridge_extra_ms_tiny", "transfer_in_gbps_16mb",
         "transfer_in_gbps_64mb", "transfer_out_gbps_16mb", "transfer_out_gbps_64mb",
         "cold_start_ratio", "gpu_chain_speedup_1mb", "gpu_chain_speedup_16mb",
-        "threads_speedup_resnet50", "web_vs_native_resnet50")
+        "threads_speedup_resnet50", "web_vs_native_resnet50", "large_load_ratio",
+        "large_peak_mem_ratio", "large_warm_ratio")
 
 
 def _result() -> dict:
@@ -86,6 +87,24 @@ def test_write_outputs(tmp_path) -> None:
     bench.write_outputs(result, tmp_path / "a" / "r.json", tmp_path / "b" / "r.md")
     assert json.loads((tmp_path / "a" / "r.json").read_text())["figures"] == result["figures"]
     assert (tmp_path / "b" / "r.md").read_text().startswith("Date:")
+
+
+def test_proc_status_fields_are_read_in_bytes() -> None:
+    from ortweb.host.bench.procmem import parse_status, peak_bytes, rss_bytes
+
+    text = "Name:\tchrome\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads:\t12\n"
+    assert parse_status(text) == {"VmHWM": 2048 * 1024, "VmRSS": 1024 * 1024}
+    # This very process, from the OS: resident now <= its peak.
+    import os
+
+    assert 0 < rss_bytes(os.getpid()) <= peak_bytes(os.getpid())
+
+
+def test_large_goals_are_the_issues() -> None:
+    assert bench.verdict("large_load_ratio", bench.summarize([1.04])) == "met"
+    assert bench.verdict("large_peak_mem_ratio", bench.summarize([1.2])) == "MISSED"
+    assert bench.verdict("large_warm_ratio", bench.summarize([])) == "not run"
+    assert "large" in bench.SECTIONS
 
 
 def test_plan_quick_is_smaller() -> None:

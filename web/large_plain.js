@@ -11,7 +11,8 @@
  *
  * `window.largeResult` resolves to `{ok, marks, y?}` (`marks`: performance.now()
  * when each step finished; `y`: the output as an array) or `{ok: false, message}`.
- * The same steps are exported as `loadLarge` for pages that import them.
+ * Without `model` in the query nothing loads until `window.largeLoad(query)` is
+ * called (the bench starts its memory measurement first).
  */
 
 /**
@@ -38,17 +39,30 @@ export async function loadLarge(params, mark) {
   return { session, y: Array.from(out[session.outputNames[0]].data) };
 }
 
-if (new URL(import.meta.url).pathname.endsWith('/large_plain.js') && location.pathname.endsWith('/large_plain.html')) {
-  const params = new URLSearchParams(location.search);
+/**
+ * Load as `query` says (same keys as the page's own query) and release the session;
+ * `{ok, marks, y?}` or `{ok: false, message}`. The bench calls it after the host
+ * has started its memory measurement.
+ * @param {string} query
+ */
+async function largeLoad(query) {
   /** @type {Object<string, number>} */
   const marks = {};
-  /** @type {any} */ (window).largeResult = (async () => {
-    try {
-      const { y } = await loadLarge(params, (name) => { marks[name] = performance.now(); });
-      /** @type {any} */ (document.getElementById('status')).textContent = 'done';
-      return { ok: true, marks, y };
-    } catch (err) {
-      return { ok: false, message: String(/** @type {any} */ (err)?.stack ?? err) };
-    }
-  })();
+  try {
+    const { session, y } = await loadLarge(new URLSearchParams(query), (name) => { marks[name] = performance.now(); });
+    await session.release();
+    return { ok: true, marks, y };
+  } catch (err) {
+    return { ok: false, message: String(/** @type {any} */ (err)?.stack ?? err) };
+  }
+}
+
+if (location.pathname.endsWith('/large_plain.html')) {
+  /** @type {any} */ (window).largeLoad = largeLoad;
+  if (new URLSearchParams(location.search).has('model')) {
+    /** @type {any} */ (window).largeResult = largeLoad(location.search).then((r) => {
+      /** @type {any} */ (document.getElementById('status')).textContent = r.ok ? 'done' : 'failed';
+      return r;
+    });
+  }
 }

@@ -24,12 +24,20 @@ Sections and what they compare:
 ``cold``
     Fresh browser contexts: ortweb's page to first inference vs Pyodide+numpy alone
     plus onnxruntime-web alone to first inference.
+``large``
+    A model of 1 GiB of float32 weights in external data, each load in a fresh
+    browser context: ortweb by URL (and by path) vs plain onnxruntime-web by the same
+    URL, time to a ready session and the renderer's peak memory from the OS; the
+    second load from Cache Storage; the model over 2 GB once (:mod:`.large`).
 
 Modules: :mod:`.figures` (the goals, the statistics over pairs), :mod:`.plan`
-(rounds per section), :mod:`.models` (resnet50 folded, the chain's links),
+(rounds per section), :mod:`.models` (resnet50 folded, the chain's links, the
+generated large models), :mod:`.procmem` (a process's memory from ``/proc``),
 :mod:`.pages` (driving the bench pages), :mod:`.sections` (one function a
 section), :mod:`.run` (:func:`run_bench`), :mod:`.report` (table, Markdown, files).
-The in-page halves are ``host/inpage/bench_page.py`` and ``bench_cold.py``.
+The in-page halves are ``host/inpage/bench_page.py``, ``bench_cold.py`` and
+``bench_large.py``; the plain-JS anchors ``web/bench_plain.js``, ``bench_cold.js`` and
+``large_plain.js``.
 """
 
 from __future__ import annotations

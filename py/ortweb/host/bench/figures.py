@@ -21,7 +21,7 @@ __all__ = [
     "verdict",
 ]
 
-SECTIONS = ("bridge", "transfer", "chain", "threads", "cold")
+SECTIONS = ("bridge", "transfer", "chain", "threads", "cold", "large")
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,12 @@ GOALS: dict[str, Goal] = {
     "threads_speedup_resnet50": Goal("wasm 2 threads vs 1, resnet50", "x", ">=", 1.6),
     "web_vs_native_resnet50": Goal("ORT-web wasm / native onnxruntime, 1 thread, resnet50",
                                    "x"),
+    "large_load_ratio": Goal("ortweb / plain JS, time to a ready session, 1 GiB model by URL",
+                             "x", "<=", 1.05),
+    "large_peak_mem_ratio": Goal("ortweb / plain JS, renderer peak memory loading it", "x",
+                                 "<=", 1.10),
+    "large_warm_ratio": Goal("second load (Cache Storage) / first load, no request", "x",
+                             "<=", 0.5),
 }
 FIXED_KEYS = tuple(GOALS)
 

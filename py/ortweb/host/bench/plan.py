@@ -27,13 +27,19 @@ class Plan:
     threads_reps: int = 6
     threads_k: int = 2
     cold_reps: int = 4
+    #: The large-model section: its model's weights, rounds, and the extra loads.
+    large_mib: int = 1024
+    large_reps: int = 3
+    large_webgpu: bool = True
+    #: The model over 2 GB of the detail rows (0: not loaded).
+    large_over2g_mib: int = 2560
 
     @classmethod
     def quick(cls) -> Plan:
         """Fewer rounds: a look within minutes, not figures to quote (``--quick``)."""
         return cls(bridge_pairs=5, tiny_k=100, resnet_k=2, resnet_pairs=6, transfer_pairs=4,
                    chain_pairs=3, chain_k={1: 2, 16: 1}, threads_reps=3, threads_k=2,
-                   cold_reps=2)
+                   cold_reps=2, large_reps=2, large_webgpu=False, large_over2g_mib=0)
 
     def transfer_k(self, mb: int) -> int:
         """Transfers per block at ``mb`` MiB: more of the small ones, at least 2."""

@@ -16,6 +16,7 @@ from ...testing.samples import matmul_relu_model
 from ..browser import Runtime
 from . import sections as sec
 from .figures import FIXED_KEYS, GOALS, SECTIONS, Recorder
+from .large import large
 from .models import folded_resnet50, unary_model
 from .pages import bench_page
 from .plan import Plan
@@ -94,6 +95,8 @@ def run_bench(
         if "cold" in sections:
             details += sec.cold(runtime, runtime.server.url.rstrip("/") + prefix + "tiny.onnx",
                                 [1, tiny_n], plan, rec, say)
+    if "large" in sections:
+        details += large(runtime, plan, rec, say, notes)
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),

@@ -118,6 +118,16 @@ class Browser:
                 raise
         return context
 
+    def renderer_pids(self) -> set[int]:
+        """Process ids of this browser's renderer processes now (from the browser's own
+        ``SystemInfo.getProcessInfo``, so other browsers on the machine are not counted)."""
+        cdp = self._browser.new_browser_cdp_session()
+        try:
+            info = cdp.send("SystemInfo.getProcessInfo")["processInfo"]
+        finally:
+            cdp.detach()
+        return {int(p["id"]) for p in info if p.get("type") == "renderer"}
+
     def new_page(self, base_url: str, **kw: Any) -> PyodidePage:
         """A new page (own context) on ``base_url``; see :class:`.page.PyodidePage`."""
         from .page import PyodidePage

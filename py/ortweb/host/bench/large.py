@@ -1,0 +1,233 @@
+"""The large-model section: a model of about 1 GB of float32 weights in external data.
+
+Per round, in rotating order, each side in a fresh browser context (empty HTTP
+cache, a renderer of its own): plain onnxruntime-web loading the model by URL
+(``web/large_plain.js``), ortweb loading the same URL, and ortweb loading it from
+Pyodide's file system. Each page starts ORT-web's runtime on a tiny model first, so
+only the large model's load is timed, in the page, from the call to the ready
+session. Memory is the renderer process's peak resident memory during that load,
+read from the OS (``VmHWM``, reset just before the load, :mod:`.procmem`).
+
+When ortweb keeps fetched models in Cache Storage (``ortweb.cache_info`` exists),
+the ortweb page loads the URL a second time: ``large_warm_ratio`` is that load over
+the first, recorded only when the second load made no request for the model's
+files. The >2 GB model (detail rows) and WebGPU loads run once each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...testing.samples import matmul_relu_model
+from .. import inpage
+from ..browser import PyodidePage, Runtime
+from .figures import Recorder
+from .models import large_model
+from .pages import call
+from .plan import Plan
+from .procmem import peak_bytes, reset_peak
+
+__all__ = ["large"]
+
+Say = Callable[[str], None]
+
+
+class _Measured:
+    """One load in a fresh page: the page opened and prepared by ``open_``, then the
+    renderer's peak memory measured around ``load``."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def __call__(self, open_: Callable[[], Any], load: Callable[[Any], dict[str, Any]],
+                 close: Callable[[Any], None]) -> dict[str, Any]:
+        browser = self.runtime.browser
+        before = browser.renderer_pids()
+        handle = open_()
+        try:
+            pids = browser.renderer_pids() - before
+            for pid in pids:
+                reset_peak(pid)
+            out = load(handle)
+            # The page's renderer is the one that just held the model: the others
+            # new since `before` are Chromium's spare renderer and the like.
+            out["peak_bytes"] = max((peak_bytes(p) for p in pids), default=0)
+        finally:
+            close(handle)
+        return out
+
+
+def _plain_side(runtime: Runtime, warm: str, query: str) -> tuple[Callable[[], Any],
+                                                                   Callable[[Any], dict[str, Any]],
+                                                                   Callable[[Any], None]]:
+    def open_() -> Any:
+        # No router: the anchor loads as in a plain browser, with nothing in between.
+        context = runtime.browser.new_context()
+        page = context.new_page()
+        page.goto(runtime.server.url.rstrip("/") + "/large_plain.html")
+        _plain(page, f"model={warm}&run=0")
+        return context, page
+
+    def load(handle: Any) -> dict[str, Any]:
+        marks = _plain(handle[1], query)["marks"]
+        return {"ms": marks["session_created"] - marks["load_start"]}
+
+    return open_, load, lambda handle: handle[0].close()
+
+
+def _plain(page: Any, query: str) -> dict[str, Any]:
+    out = page.evaluate("(q) => window.largeLoad(q)", query)
+    if not out.get("ok"):
+        raise RuntimeError(f"plain-JS large-model page failed: {out.get('message')}")
+    return dict(out)
+
+
+def _ortweb_page(runtime: Runtime, warm: str, files: dict[str, str] | None = None
+                 ) -> PyodidePage:
+    page = runtime.new_page()
+    try:
+        call(page, inpage.source("bench_large"))
+        call(page, f"await bench_large_warm({warm!r}) or 'true'")
+        for url, path in (files or {}).items():
+            page.write_file(url, path)
+    except BaseException:
+        page.close()
+        raise
+    return page
+
+
+def _load(page: PyodidePage, source: str, provider: str, prefix: str) -> dict[str, Any]:
+    return dict(call(page, f"await bench_large_load({source!r}, {provider!r}, {prefix!r})"))
+
+
+def large(runtime: Runtime, plan: Plan, rec: Recorder, say: Say, notes: dict[str, Any]
+          ) -> list[str]:
+    """``large_load_ratio``, ``large_peak_mem_ratio``, ``large_warm_ratio`` and their
+    detail rows (see the module's docstring)."""
+    say(f"bench: large model: writing {plan.large_mib} MiB of weights once (build/large/)")
+    model = large_model(plan.large_mib)
+    names = sorted(p.name for p in model.parent.iterdir() if p.name != "model.onnx")
+    measure = _Measured(runtime)
+    with runtime.shared_folder() as (folder, prefix):
+        (folder / "tiny.onnx").write_bytes(matmul_relu_model(8))
+        warm = prefix + "tiny.onnx"
+        mount = prefix + "large/"
+        runtime.server.add_mount(mount, model.parent)
+        try:
+            url = mount + "model.onnx"
+            query = f"model={url}&data={','.join(names)}&run=0"
+            in_fs = {mount + n: f"/tmp/large/{n}" for n in ["model.onnx", *names]}
+            has_cache = _has_cache(runtime)
+            if not has_cache:
+                notes["large_warm_ratio"] = (
+                    "unavailable: this ortweb keeps no fetched model in Cache Storage "
+                    "(issue 16 item 4, ortweb.cache_info)")
+
+            def ortweb_url(page: PyodidePage) -> dict[str, Any]:
+                first = _load(page, url, "wasm", mount)
+                if has_cache:
+                    second = _load(page, url, "wasm", mount)
+                    first["warm_ms"], first["warm_requests"] = second["ms"], second["requests"]
+                return first
+
+            sides: dict[str, Callable[[], dict[str, Any]]] = {
+                "plain": lambda: measure(*_plain_side(runtime, warm, query)),
+                "url": lambda: measure(lambda: _ortweb_page(runtime, warm), ortweb_url,
+                                       lambda p: p.close()),
+                "path": lambda: measure(lambda: _ortweb_page(runtime, warm, in_fs),
+                                        lambda p: _load(p, "/tmp/large/model.onnx", "wasm",
+                                                        mount), lambda p: p.close()),
+            }
+            say(f"bench: large model: {plan.large_reps} rounds of plain JS, ortweb by URL and "
+                "by path, each in a fresh browser context")
+            order = list(sides)
+            for i in range(plan.large_reps):
+                got = {k: sides[k]() for k in order[i % 3:] + order[:i % 3]}
+                _record(rec, got, notes)
+            details = _details(has_cache)
+            if plan.large_webgpu:
+                details += _webgpu(runtime, measure, warm, url, query, mount, rec, say, notes)
+        finally:
+            runtime.server.remove_mount(mount)
+        if plan.large_over2g_mib:
+            details += _over_2g(runtime, measure, plan, folder, prefix, warm, rec, say)
+    return details
+
+
+def _has_cache(runtime: Runtime) -> bool:
+    with runtime.new_page() as page:
+        call(page, inpage.source("bench_large"))
+        return bool(call(page, "bench_large_has_cache()"))
+
+
+def _record(rec: Recorder, got: dict[str, dict[str, Any]], notes: dict[str, Any]) -> None:
+    plain, url, path = got["plain"], got["url"], got["path"]
+    rec.add("large_load_ratio", [url["ms"] / plain["ms"]])
+    rec.add("large_peak_mem_ratio", [url["peak_bytes"] / plain["peak_bytes"]])
+    for side, out in (("plain", plain), ("ortweb_url", url), ("ortweb_path", path)):
+        rec.add(f"large_{side}_load_ms", [out["ms"]])
+        rec.add(f"large_{side}_peak_mb", [out["peak_bytes"] / 1e6])
+    for side, out in (("ortweb_url", url), ("ortweb_path", path)):
+        growth = out["pyodide_heap_after"] - out["pyodide_heap_before"]
+        rec.add(f"large_{side}_pyodide_heap_growth_mb", [growth / 1e6])
+    if "warm_ms" in url:
+        if url["warm_requests"]:
+            notes["large_warm_ratio"] = (f"not recorded: the second load made "
+                                         f"{url['warm_requests']} requests for the model")
+        else:
+            rec.add("large_warm_ratio", [url["warm_ms"] / url["ms"]])
+            rec.add("large_ortweb_warm_load_ms", [url["warm_ms"]])
+
+
+def _details(has_cache: bool) -> list[str]:
+    rows = [f"large_{side}_{what}" for what in ("load_ms", "peak_mb")
+            for side in ("plain", "ortweb_url", "ortweb_path")]
+    rows += ["large_ortweb_url_pyodide_heap_growth_mb", "large_ortweb_path_pyodide_heap_growth_mb"]
+    return rows + (["large_ortweb_warm_load_ms"] if has_cache else [])
+
+
+def _webgpu(runtime: Runtime, measure: _Measured, warm: str, url: str, query: str, mount: str,
+            rec: Recorder, say: Say, notes: dict[str, Any]) -> list[str]:
+    """One load each on WebGPU, plain JS and ortweb, where the adapter allows."""
+    say("bench: large model on webgpu: one load each, plain JS and ortweb")
+    try:
+        plain = measure(*_plain_side(runtime, warm, query + "&ep=webgpu"))
+        ours = measure(lambda: _ortweb_page(runtime, warm),
+                       lambda p: _load(p, url, "webgpu", mount), lambda p: p.close())
+    except Exception as exc:  # no adapter, or one too small: said, not fatal
+        notes["large_webgpu"] = f"not measured: {str(exc)[:300]}"
+        return []
+    if ours.get("provider") != "webgpu":
+        notes["large_webgpu"] = f"not measured: ortweb ran on {ours.get('provider')}"
+        return []
+    rec.add("large_plain_webgpu_load_ms", [plain["ms"]])
+    rec.add("large_ortweb_webgpu_load_ms", [ours["ms"]])
+    return ["large_plain_webgpu_load_ms", "large_ortweb_webgpu_load_ms"]
+
+
+def _over_2g(runtime: Runtime, measure: _Measured, plan: Plan, folder: Path, prefix: str,
+             warm: str, rec: Recorder, say: Say) -> list[str]:
+    """The model over 2 GB: one load by URL each, plain JS and ortweb, on wasm."""
+    say(f"bench: model over 2 GB ({plan.large_over2g_mib} MiB, written once): one load each")
+    big = large_model(plan.large_over2g_mib)
+    names = sorted(p.name for p in big.parent.iterdir() if p.name != "model.onnx")
+    mount = prefix + "big/"
+    runtime.server.add_mount(mount, big.parent)
+    try:
+        url = mount + "model.onnx"
+        plain = measure(*_plain_side(runtime, warm, f"model={url}&data={','.join(names)}&run=0"))
+        ours = measure(lambda: _ortweb_page(runtime, warm),
+                       lambda p: _load(p, url, "wasm", mount), lambda p: p.close())
+    finally:
+        runtime.server.remove_mount(mount)
+    tag = f"{plan.large_over2g_mib}mib"
+    rec.add(f"large_{tag}_plain_load_ms", [plain["ms"]])
+    rec.add(f"large_{tag}_ortweb_load_ms", [ours["ms"]])
+    rec.add(f"large_{tag}_plain_peak_mb", [plain["peak_bytes"] / 1e6])
+    rec.add(f"large_{tag}_ortweb_peak_mb", [ours["peak_bytes"] / 1e6])
+    return [f"large_{tag}_{side}_{what}" for what in ("load_ms", "peak_mb")
+            for side in ("plain", "ortweb")]
+
+
