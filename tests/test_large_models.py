@@ -196,8 +196,9 @@ async def _load_and_run(ortweb_page, url, x):
 
     import ortweb
 
+    source = js.location.origin + url if url.startswith("/_") else url  # else a path
     try:
-        sess = await ortweb.InferenceSession.create(js.location.origin + url, providers=["wasm"])
+        sess = await ortweb.InferenceSession.create(source, providers=["wasm"])
     except ortweb.ModelTooLarge as exc:
         return ("ModelTooLarge", str(exc)), None
     (y,) = await sess.run_async(None, {"x": x})
@@ -246,3 +247,18 @@ def test_a_model_that_exhausts_the_heap_fails_clearly_and_the_page_goes_on(
         refused, y = _load_and_run(ortweb_page, prefix + "small/model.onnx", large_input())
     assert refused is None
     np.testing.assert_allclose(y, _native(small), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.browser
+@BIGMEM
+def test_a_model_over_2_gib_loads_by_path_and_equals_native(fresh_page, ortweb_runtime,
+                                                           ortweb_page):
+    path = large_model(2560, files=4)
+    want = _native(path)
+    with ortweb_runtime.shared_folder() as (folder, prefix):
+        for f in path.parent.iterdir():
+            os.link(f, folder / f.name)
+            ortweb_page.write_file(prefix + f.name, f"/tmp/big/{f.name}")
+    refused, y = _load_and_run(ortweb_page, "/tmp/big/model.onnx", large_input())
+    assert refused is None, refused
+    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-4)
