@@ -325,6 +325,32 @@ def test_drop_in_onnxruntime_passes_external_data_through(ortweb_page, in_page, 
     np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-4)
 
 
+@run_in_browser
+def _drop_in_from_memory(ortweb_page, path, x, data):
+    import numpy as np
+    import onnxruntime
+
+    with open(path, "rb") as f:
+        model = f.read()
+    so = onnxruntime.SessionOptions()
+    buffer = np.frombuffer(data + b"tail", np.uint8)  # only `length` bytes are the file
+    so.add_external_initializers_from_files_in_memory(["model.onnx.data"], [buffer], [len(data)])
+    sess = onnxruntime.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+@pytest.mark.browser
+def test_drop_in_takes_data_files_from_memory_as_native_does(ortweb_page, in_page, saved, x):
+    data = (saved.parent / DATA).read_bytes()
+    so = ort.SessionOptions()
+    so.add_external_initializers_from_files_in_memory(
+        [DATA], [np.frombuffer(data, np.uint8)], [len(data)])
+    native = ort.InferenceSession(saved.read_bytes(), so, providers=["CPUExecutionProvider"])
+    want = native.run(None, {"x": x})[0]
+    np.testing.assert_allclose(_drop_in_from_memory(ortweb_page, in_page, x, data), want,
+                               rtol=1e-3, atol=1e-4)
+
+
 @pytest.mark.browser
 def test_cli_run_compare_native_carries_the_data_file(saved, tmp_path):
     inputs = tmp_path / "x.npz"

@@ -13,9 +13,12 @@ Every output is compared with native onnxruntime on the very same files.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from pathlib import Path
 from typing import ClassVar
 
@@ -351,3 +354,171 @@ def test_second_load_comes_from_the_cache_with_the_network_cut(ortweb_page, serv
     assert cls == "NoSuchFile" and small_ext.name in msg, msg
     assert _clear(ortweb_page) == 1  # small.bin was still there
     assert _cached_urls(ortweb_page) == []
+
+
+# -- progress ------------------------------------------------------------------------------
+
+
+@run_in_browser
+async def _with_progress(ortweb_page, prefix, name, idx):
+    import js
+
+    import ortweb
+
+    events = []
+    url = js.location.origin + prefix + name
+    sess = await ortweb.InferenceSession.create(
+        url, providers=["wasm"], cache=False,
+        progress=lambda file, loaded, total: events.append((file, loaded, total)))
+    (y,) = await sess.run_async(None, {"idx": idx})
+    await sess.close_async()
+    return url, events, y
+
+
+@run_in_browser
+def _drop_in_with_progress(ortweb_page, prefix, name, idx):
+    import js
+    import onnxruntime
+
+    events = []
+    url = js.location.origin + prefix + name
+    sess = onnxruntime.InferenceSession(
+        url, providers=["CPUExecutionProvider"], cache=False,
+        progress=lambda file, loaded, total: events.append((file, loaded, total)))
+    return url, events, sess.run(None, {"idx": idx})[0]
+
+
+def _check_progress(events, files: dict[str, int]) -> None:
+    """Per file: ``loaded`` never goes back, ``total`` is the size or None, the last
+    event is ``(size, size)``; every file is reported."""
+    assert {f for f, _, _ in events} == set(files), events
+    for file, size in files.items():
+        mine = [(loaded, total) for f, loaded, total in events if f == file]
+        assert all(b[0] >= a[0] for a, b in pairwise(mine)), mine
+        assert all(t in (None, size) for _, t in mine), mine
+        assert mine[-1] == (size, size), mine
+
+
+@pytest.mark.browser
+def test_progress_is_monotonic_and_complete_for_a_url_model_and_its_data(
+        ortweb_page, served_small, small_ext):
+    sizes = {n: (small_ext.parent / n).stat().st_size for n in (small_ext.name, "small.bin")}
+    url, events, y = _with_progress(ortweb_page, served_small, small_ext.name, SMALL_IDX)
+    base = url.rsplit("/", 1)[0] + "/"
+    _check_progress(events, {base + n: s for n, s in sizes.items()})
+    # The model is reported before its data file, which it names.
+    assert events[0][0] == url and events[-1][0] == base + "small.bin"
+    np.testing.assert_array_equal(y, _native(small_ext, SMALL_IDX))
+    # The synchronous constructor, through the drop-in onnxruntime.
+    url, events, y = _drop_in_with_progress(ortweb_page, served_small, small_ext.name, SMALL_IDX)
+    _check_progress(events, {base + n: s for n, s in sizes.items()})
+    np.testing.assert_array_equal(y, _native(small_ext, SMALL_IDX))
+
+
+@pytest.mark.browser
+def test_progress_of_the_big_model_moves_in_steps(ortweb_page, served_big, big):
+    url, events, _ = _with_progress(ortweb_page, served_big.rsplit("/", 1)[0] + "/", big.name,
+                                    IDX)
+    _check_progress(events, {url: big.stat().st_size})
+    assert len(events) >= 3, events  # a start, steps, the end: not only the end
+
+
+@run_in_browser
+async def _progress_raises(ortweb_page, prefix, name):
+    import js
+
+    import ortweb
+
+    def stop(file, loaded, total):
+        if loaded > 0:
+            raise KeyboardInterrupt("stopped by the user")
+
+    try:
+        await ortweb.InferenceSession.create(js.location.origin + prefix + name, cache=False,
+                                             progress=stop)
+    except KeyboardInterrupt as exc:
+        return str(exc), ortweb.live_handles()["sessions"]
+    return "no error", None
+
+
+@pytest.mark.browser
+def test_an_exception_in_progress_stops_the_load(ortweb_page, served_small, small_ext):
+    assert _progress_raises(ortweb_page, served_small, small_ext.name) == ("stopped by the user",
+                                                                          0)
+
+
+# -- ortweb run's progress bar ----------------------------------------------------------
+
+
+def test_progress_bar_draws_each_file_on_one_line():
+    import io
+
+    from ortweb.cli._progress import MARK, ProgressBar
+
+    out = io.StringIO()
+    bar = ProgressBar(out)
+    bar.on_output("stdout", MARK + '["http://h/a/m.onnx", 0, 100]')  # stdout: not progress
+    for loaded in (0, 50, 100):
+        bar.on_output("stderr", MARK + f'["http://h/a/m.onnx", {loaded}, 100]')
+    bar.on_output("stderr", MARK + '["http://h/a/m.bin", 3000000, null]')
+    bar.on_output("stderr", MARK + '["http://h/a/m.bin", 6000000, 6000000]')
+    lines = out.getvalue().split("\n")
+    assert lines[0].split("\r")[-1].strip() == "m.onnx [" + "#" * 30 + "] 0.0/0.0 MB"
+    assert "m.onnx [" + "#" * 15 + "." * 15 + "]" in lines[0]
+    assert lines[1].split("\r")[-1].strip() == "m.bin [" + "#" * 30 + "] 6.0/6.0 MB"
+    assert "m.bin 3.0 MB" in lines[1]
+    assert lines[2] == ""
+
+
+@pytest.mark.browser
+def test_cli_run_shows_progress_for_a_model_over_a_few_mb(tmp_path):
+    model = tmp_path / "m.onnx"
+    onnx.save_model(_gather_model(25_000, external="m.bin"), model)  # 6.4 MB of data
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, idx=SMALL_IDX)
+    done = subprocess.run(
+        [sys.executable, "-m", "ortweb.cli", "run", str(model), "-i", str(inputs),
+         "--compare-native", "--progress"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok" in done.stdout, done.stdout
+    size = (tmp_path / "m.bin").stat().st_size
+    assert f"m.bin [{'#' * 30}] {size / 1e6:.1f}/{size / 1e6:.1f} MB\n" in done.stderr, (
+        done.stderr)
+    assert "model.onnx [" in done.stderr, done.stderr
+    # Without --progress, and stderr not a terminal: no bar.
+    done = subprocess.run(
+        [sys.executable, "-m", "ortweb.cli", "run", str(model), "-i", str(inputs)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0 and "MB" not in done.stderr, done.stdout + done.stderr
+
+
+@run_in_browser
+async def _cache_files(ortweb_page):
+    import ortweb
+
+    return (await ortweb.cache_info_async())["files"]
+
+
+@pytest.mark.browser
+def test_a_sha256_fragment_is_checked_and_keys_the_cache(ortweb_runtime, ortweb_page, small_ext):
+    import hashlib
+
+    data = _gather_model(1000).SerializeToString()
+    sha = hashlib.sha256(data).hexdigest()
+    _clear(ortweb_page)
+    with ortweb_runtime.shared_folder() as (folder, prefix):
+        (folder / "whole.onnx").write_bytes(data)
+        model = prefix + "whole.onnx"
+        cls, msg, _ = _try_create(ortweb_page, f"{model}#sha256={'0' * 64}", SMALL_IDX)
+        assert cls == "NoSuchFile" and sha in msg and "0" * 64 in msg, msg
+        assert _cache_files(ortweb_page) == []
+        cls, msg, y = _try_create(ortweb_page, f"{model}#sha256={sha}", SMALL_IDX)
+    assert cls == "ok", msg
+    np.testing.assert_array_equal(y, _native(small_ext, SMALL_IDX))
+    (entry,) = _cache_files(ortweb_page)
+    assert entry["sha256"] == sha and entry["size"] == len(data), entry
+    assert entry["url"].endswith(model), entry
+    assert _clear(ortweb_page, model) == 1

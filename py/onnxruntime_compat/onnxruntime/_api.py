@@ -163,6 +163,7 @@ class SessionOptions(ortweb.SessionOptions):
         self.use_per_session_threads = True
         self._config: dict[str, str] = {}
         self._providers: list[tuple[str, dict[str, str]]] = []
+        self._external_files: dict[str, memoryview] = {}
 
     def add_session_config_entry(self, config_key: str, config_value: str) -> None:
         """Set a session config entry (``'session.xxx'``), passed to onnxruntime-web."""
@@ -187,6 +188,27 @@ class SessionOptions(ortweb.SessionOptions):
 
     def has_providers(self) -> bool:
         return bool(self._providers)
+
+    def add_external_initializers_from_files_in_memory(
+        self, names: Sequence[str], buffers: Sequence[Any], lengths: Sequence[int]
+    ) -> None:
+        """External data files from memory, as native: each name (a ``location`` the
+        model's tensors give) → the first ``length`` bytes of its buffer. Sessions
+        created with these options get them as ortweb's ``external_data``."""
+        if not len(names) == len(buffers) == len(lengths):
+            raise _errors.InvalidArgument(
+                "add_external_initializers_from_files_in_memory: names, buffers and lengths "
+                f"must be as long as each other, got {len(names)}, {len(buffers)} and "
+                f"{len(lengths)}"
+            )
+        for name, buffer, length in zip(names, buffers, lengths, strict=True):
+            view = memoryview(buffer).cast("B")
+            if not 0 <= int(length) <= view.nbytes:
+                raise _errors.InvalidArgument(
+                    f"add_external_initializers_from_files_in_memory: file {name!r} has a "
+                    f"buffer of {view.nbytes} bytes and a length of {length}"
+                )
+            self._external_files[str(name)] = view[: int(length)]
 
     def set_load_cancellation_flag(self, value: bool) -> None:
         """Accepted without effect: onnxruntime-web cannot cancel a model load."""
@@ -378,6 +400,9 @@ class InferenceSession:
         self._source = path_or_bytes
         self._options = sess_options if sess_options is not None else SessionOptions()
         self._extra = {k: kwargs.pop(k) for k in _ORTWEB_KEYWORDS if k in kwargs}
+        in_memory = getattr(self._options, "_external_files", None)
+        if in_memory:
+            self._extra["external_data"] = {**in_memory, **(self._extra.get("external_data") or {})}
         if kwargs:
             warnings.warn(
                 f"InferenceSession: arguments {sorted(kwargs)} have no effect in the browser "

@@ -185,7 +185,8 @@ TABLE: dict[str, str] = {
     "SessionOptions.add_external_initializers": ("refused: onnxruntime-web takes no initializer "
                                                  "values from Python"),
     "SessionOptions.add_external_initializers_from_files_in_memory": (
-        "refused: onnxruntime-web takes no initializer values from Python"),
+        "provided: the files go to ortweb's external_data (an InferenceSession's own "
+        "external_data= wins for a name in both)"),
     "SessionOptions.add_free_dimension_override_by_denotation": (
         "refused: onnxruntime-web overrides free dimensions by name only"),
     "SessionOptions.add_free_dimension_override_by_name": "provided",

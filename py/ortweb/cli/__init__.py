@@ -2,6 +2,7 @@
 
     ortweb run MODEL [--providers wasm|webgpu|...] [-i in.npz] [-o out.npz] [--seed N]
                      [--compare-native] [--rtol R] [--atol A] [--dim NAME=N] [--json]
+                     [--progress | --no-progress]
     ortweb exec SCRIPT.py [--providers ...] [--file PATH]... [--wheel PATH]...
                      [--wheel-no-deps PATH]... [--requirements FILE] [-- ARGS...]
                      (everything after -- is the script's sys.argv[1:])
@@ -81,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print a JSON report")
     run.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
                      help="ORT-web WebGPU build: native C++ EP (default) or JSEP")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="a progress bar on stderr while a model (with its data files) of "
+                          "4 MB or more loads (default: when stderr is a terminal)")
 
     ex = sub.add_parser("exec", help="run a Python script inside Pyodide with ortweb")
     ex.add_argument("script", type=Path)

@@ -18,6 +18,7 @@ from ..host.external_data import model_data_files
 from ..host.inputs import load_npz, model_inputs, random_inputs, save_npz
 from ..host.native import Comparison, compare_all, run_native
 from . import UsageError
+from ._progress import MARK, PROGRESS_MIN_BYTES, ProgressBar
 
 __all__ = ["ModelRun", "cmd_run", "run_in_page"]
 
@@ -64,26 +65,29 @@ def run_in_page(
     providers: list[str],
     name: str = "model.onnx",
     data: dict[str, Path] | None = None,
+    progress: bool = False,
 ) -> ModelRun:
     """Run ``model`` on ``feeds`` through ortweb inside ``page``; errors are kept, not raised.
 
-    ``data`` maps each external data file the model names (its location) to the file
-    on the host: each goes beside the model in the page, where the model finds it.
+    The model is loaded by URL from the local server, as a page loads one from its
+    site; ``data`` maps each external data file the model names (its location) to
+    the file on the host, served beside the model where it finds it. With
+    ``progress`` the page prints its loading progress (:mod:`._progress`) on stderr.
     """
     result = ModelRun(name)
     with runtime.shared_folder() as (folder, prefix):
         (folder / "model.onnx").write_bytes(model)
         save_npz(folder / "inputs.npz", feeds)
         work = "/tmp/ortweb-run"
-        page.write_file(prefix + "model.onnx", f"{work}/model.onnx")
         page.write_file(prefix + "inputs.npz", f"{work}/inputs.npz")
-        for i, (location, path) in enumerate((data or {}).items()):
-            # Served under a name of its own (a location may hold folders), and
-            # copied: the server refuses links that lead out of its folder.
-            shutil.copyfile(path, folder / f"data-{i}")
-            page.write_file(prefix + f"data-{i}", f"{work}/{location}")
-        args = {"model": f"{work}/model.onnx", "inputs": f"{work}/inputs.npz",
-                "outputs": f"{work}/outputs.npz", "providers": providers}
+        for location, path in (data or {}).items():
+            # Copied: the server refuses links that lead out of its folder.
+            target = folder / location
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        args = {"model": prefix + "model.onnx", "inputs": f"{work}/inputs.npz",
+                "outputs": f"{work}/outputs.npz", "providers": providers,
+                "progress": MARK if progress else None}
         try:
             report = page.run_json(
                 f"ORTWEB_ARGS = {json.dumps(json.dumps(args))}\n" + inpage.source("run_model"),
@@ -144,7 +148,10 @@ def _execute(
         data = model_data_files(model_path, model)
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
-    run = run_in_page(runtime, page, model, feeds, providers, name=model_path.name, data=data)
+    size = len(model) + sum(p.stat().st_size for p in data.values())
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    run = run_in_page(runtime, page, model, feeds, providers, name=model_path.name, data=data,
+                      progress=show and size >= PROGRESS_MIN_BYTES)
     if not run.error and args.compare_native:
         # By path: native onnxruntime finds the external data files beside it.
         native = run_native(str(model_path) if data else model, feeds)
@@ -159,8 +166,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"model file {args.model} not found")
     if args.inputs is not None and not args.inputs.is_file():
         raise UsageError(f"inputs file {args.inputs} not found")
+    bar = ProgressBar()
     with open_runtime(args.browser) as runtime, runtime.new_page(
-        webgpu_build=args.webgpu_build
+        webgpu_build=args.webgpu_build, on_output=bar.on_output
     ) as page:
         run = _execute(runtime, page, args.model, args, args.providers)
         blocked = page.blocked_requests

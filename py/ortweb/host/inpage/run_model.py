@@ -1,8 +1,10 @@
 # Runs inside Pyodide for `ortweb run`: the host defines ORTWEB_ARGS (a JSON string)
 # before this source. Top-level await is allowed (runPythonAsync).
 import json
+import sys
 import time
 
+import js
 import numpy as np
 
 import ortweb
@@ -11,8 +13,19 @@ args = json.loads(ORTWEB_ARGS)  # type: ignore[name-defined]
 with np.load(args["inputs"], allow_pickle=False) as data:
     feeds = {k: data[k] for k in data.files}
 
+mark = args["progress"]
+
+
+def report(file, loaded, total):
+    # One line per event, on stderr: the host draws the bar (ortweb/cli/_progress.py).
+    print(mark + json.dumps([file, loaded, total]), file=sys.stderr, flush=True)
+
+
 t0 = time.perf_counter()
-sess = await ortweb.InferenceSession.create(args["model"], providers=args["providers"])
+sess = await ortweb.InferenceSession.create(
+    js.location.origin + args["model"], providers=args["providers"], cache=False,
+    progress=report if mark else None,
+)
 t1 = time.perf_counter()
 outputs = await sess.run_async(None, feeds)
 t2 = time.perf_counter()
