@@ -258,11 +258,11 @@ def test_integrity_of_every_script(app_site: Path) -> None:
     tags = re.findall(r'<(?:script|link)\b[^>]*\b(?:src|href)="([^"]+)"[^>]*integrity="([^"]+)"',
                       html)
     by_src = dict(tags)
-    for src in ("ortweb/boot.js", "coi-serviceworker.min.js", "style.css"):
+    for src in ("ortweb/boot.js", "ortweb-sw.js", "style.css"):
         assert by_src[src] == _sri(app_site / src), src
     integrity = _importmap(app_site)["integrity"]
     modules = [p for p in app_site.rglob("*") if p.suffix in (".js", ".mjs")
-               and p.name != "coi-serviceworker.min.js"]
+               and p.name != "ortweb-sw.js"]
     assert modules
     for path in modules:
         key = "./" + path.relative_to(app_site).as_posix()
@@ -281,11 +281,11 @@ def test_headers_file_and_service_worker_fallback(app_site: Path) -> None:
     headers = (app_site / "_headers").read_text()
     assert "/*\n  Cross-Origin-Opener-Policy: same-origin\n  Cross-Origin-Embedder-Policy: " \
            "require-corp" in headers
-    pinned = {p["name"]: p for p in json.loads((ROOT / "assets.lock.json").read_text())["npm"]}
-    coi = pinned["coi-serviceworker"]
-    assert coi["version"] == "0.1.7"
-    sw = app_site / "coi-serviceworker.min.js"
-    assert hashlib.sha256(sw.read_bytes()).hexdigest() == coi["files"]["coi-serviceworker.min.js"]
+    # The site's own service worker replaces coi-serviceworker.
+    assert (app_site / "ortweb-sw.js").read_bytes() == (ROOT / "web/site/ortweb-sw.js").read_bytes()
+    assert not (app_site / "coi-serviceworker.min.js").exists()
+    assert _manifest(app_site)["files"]["ortweb-sw.js"]["sha256"] == hashlib.sha256(
+        (app_site / "ortweb-sw.js").read_bytes()).hexdigest()
 
 
 def test_hostile_title_is_escaped_in_the_file(app_site: Path) -> None:
@@ -560,7 +560,7 @@ def test_cross_origin_isolated_and_model_cached(app_context: SiteContext, app_se
     assert app_page.evaluate("() => window.ortweb.modelSource") == "network"
     with app_context.open(app_server.url) as again:
         assert model_url not in again.requests, "the second visit downloaded the model again"
-        assert app_server.url + "pyodide/pyodide.asm.wasm" in again.requests  # it did reload
+        assert again.evaluate("() => window.ortweb.controlled") is True  # ortweb-sw.js
         assert again.evaluate("() => window.ortweb.modelSource") == "cache"
         assert again.progress()[model_url]["state"] == "cached"
         x = np.array([[1.5, -2.0, 0.25]], np.float32)
@@ -705,7 +705,7 @@ def test_service_worker_fallback_isolates_without_headers(browser: Browser,
             time.sleep(0.5)
         assert state == [True, "ready"], state
         controlled = page.evaluate("() => Boolean(navigator.serviceWorker.controller)")
-        assert controlled, "the page is isolated, but not through coi-serviceworker"
+        assert controlled, "the page is isolated, but not through the site's service worker"
         page.close()
 
 

@@ -245,16 +245,42 @@ function postToPage(data) {
   window.dispatchEvent(new CustomEvent('ortweb:message', { detail: data }));
 }
 
-/** Wait for coi-serviceworker's reload rather than download everything twice. */
+/** Whether the site's service worker (ortweb-sw.js) serves this page. */
+const controlled = () => Boolean(globalThis.isSecureContext && navigator.serviceWorker?.controller);
+
+/** Wait for the service worker's reload (hosts without headers) rather than download everything twice. */
 async function awaitIsolation() {
   const sw = navigator.serviceWorker;
-  if (globalThis.crossOriginIsolated || !config.coiFallback || !sw || !globalThis.isSecureContext || sw.controller) return;
+  if (globalThis.crossOriginIsolated || !config.serviceWorker || !sw || !globalThis.isSecureContext || sw.controller) return;
+  if (sessionStorage.getItem('ortweb-sw-reloaded')) return; // it reloaded once already: go on without
   ui.status('enabling cross-origin isolation (service worker)…');
   const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
   await Promise.race([sw.ready, sleep(3000)]);
-  // The worker reloads the page once it is active; if it does not, go on
+  // The worker reloads the page once it controls it; if it does not, go on
   // without threads.
   await sleep(1500);
+}
+
+/**
+ * Once the page is ready: have the service worker store the files of the manifest it
+ * has not stored yet (those this visit did not need), for an offline visit.
+ * Resolves to `{stored, total}` files, or null without a service worker.
+ * @returns {Promise<{stored: number, total: number}|null>}
+ */
+async function makeOffline() {
+  const sw = navigator.serviceWorker;
+  if (!config.serviceWorker || !sw || !globalThis.isSecureContext) return null;
+  const registration = await Promise.race([sw.ready, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  const active = /** @type {ServiceWorkerRegistration|undefined} */ (registration)?.active;
+  if (!active) return null;
+  return new Promise((resolve) => {
+    sw.addEventListener('message', function answer(event) {
+      if (event.data?.type !== 'precached') return;
+      sw.removeEventListener('message', answer);
+      resolve(event.data.error ? null : { stored: event.data.stored, total: event.data.total });
+    });
+    active.postMessage({ type: 'precache' });
+  });
 }
 
 /** The script ran: the page is ready. @param {string[]} functions */
@@ -265,12 +291,17 @@ function becomeReady(functions) {
   ui.status(`ready (${seconds} s)`);
   document.documentElement.dataset.ortweb = 'ready';
   resolveReady({ timings: { ...timings }, functions: [...pythonFunctions] });
+  offline = makeOffline();
+  offline.catch(() => {});
 }
+
+/** @type {Promise<{stored: number, total: number}|null>} */
+let offline = Promise.resolve(null);
 
 /** `--main-thread`: the loader and Python on this page. */
 async function startInPage() {
   const [{ createLoader }, { startPython }] = await Promise.all([import('./loader.js'), import('./python.js')]);
-  const loader = createLoader(config, document.baseURI, { row, fail });
+  const loader = createLoader(config, document.baseURI, { row, fail }, { controlled: controlled() });
   loader.install();
   const python = await startPython(config, loader, {
     print: (stream, line) => ui.print(stream, line),
@@ -324,7 +355,11 @@ async function startWorker() {
   let nextId = 1;
   await new Promise((resolve, reject) => {
     try {
-      worker = new Worker(absolute(file), { type: 'module', name: 'ortweb' });
+      // Started from a blob: that imports the file: a worker started from the site's
+      // URL makes the browser check ortweb-sw.js for an update once more per visit.
+      const source = `import ${JSON.stringify(absolute(file))};`;
+      const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
+      worker = new Worker(url, { type: 'module', name: 'ortweb' });
     } catch (err) {
       // A Content-Security-Policy without worker-src for this file, for one.
       reject(workerError(file, String(err)));
@@ -339,7 +374,7 @@ async function startWorker() {
       const msg = event.data;
       switch (msg.type) {
         case 'loaded':
-          /** @type {Worker} */ (worker).postMessage({ type: 'init', config, base: document.baseURI });
+          /** @type {Worker} */ (worker).postMessage({ type: 'init', config, base: document.baseURI, controlled: controlled() });
           break;
         case 'mark':
           timings[msg.name] = msg.at - origin;
@@ -439,6 +474,13 @@ async function call(name, ...args) {
   /** The site's Web Worker in worker mode, else null. */
   get worker() { return worker; },
   get modelSource() { return modelSource; },
+  /** Whether the site's service worker serves this page. */
+  get controlled() { return controlled(); },
+  /**
+   * Resolves, after `ready`, once the service worker stored every file of the site
+   * (`{stored, total}`), or to null without one: then a visit works offline.
+   */
+  get offline() { return ready.then(() => offline); },
   get crossOriginIsolated() { return globalThis.crossOriginIsolated === true; },
 };
 

@@ -98,8 +98,10 @@ async function verify(asset, bytes) {
  * @param {any} config the page's config (`#ortweb-config`)
  * @param {string} base the page's URL, which the config's URLs are relative to
  * @param {LoaderHooks} hooks
+ * @param {{controlled?: boolean}} [options] `controlled`: the site's service worker
+ *   serves the page (see ortweb-sw.js)
  */
-export function createLoader(config, base, hooks) {
+export function createLoader(config, base, hooks, options = {}) {
   /** @param {string} url */
   const absolute = (url) => new URL(url, base).href;
   /** @type {Map<string, Asset>} absolute URL → asset, for everything fetched with fetch() */
@@ -112,21 +114,30 @@ export function createLoader(config, base, hooks) {
   const nativeFetch = globalThis.fetch.bind(globalThis);
 
   /**
-   * Download `asset`, showing progress, and check it against the manifest.
+   * The response for `asset`, checked: one the site's service worker took from its
+   * cache (it stored the file only once its sha256 matched the manifest, and says so
+   * in `X-Ortweb-Sha256`) is given as it is, so the browser can compile wasm from it
+   * as a stream and keep the compiled code; anything else is read, shown in the
+   * progress list and checked here.
    * @param {string} url absolute
    * @param {Asset} asset
    * @param {RequestInit} [init]
+   * @returns {Promise<{response: Response|null, bytes: Uint8Array|null}>}
    */
-  async function download(url, asset, init) {
+  async function open(url, asset, init) {
     const progress = hooks.row(url, asset.label ?? asset.url, asset.size);
     try {
       const integrity = init?.integrity;
       const response = await nativeFetch(url, integrity ? { integrity } : undefined);
       if (!response.ok) throw new Error(`cannot load ${asset.url}: HTTP ${response.status} ${response.statusText}`);
+      if (response.headers.get('X-Ortweb-Sha256') === asset.sha256) {
+        progress.finish('cached');
+        return { response, bytes: null };
+      }
       const bytes = await readBody(response, progress, asset.size);
       await verify(asset, bytes);
       progress.finish('done');
-      return bytes;
+      return { response: null, bytes };
     } catch (err) {
       progress.finish('error');
       // Some loaders (Pyodide's wasm instantiation among them) only log a failed
@@ -134,6 +145,15 @@ export function createLoader(config, base, hooks) {
       hooks.fail(err);
       throw err;
     }
+  }
+
+  /**
+   * Download `asset` (or take it from the service worker's cache): its checked bytes.
+   * @param {string} url absolute @param {Asset} asset @param {RequestInit} [init]
+   */
+  async function download(url, asset, init) {
+    const { response, bytes } = await open(url, asset, init);
+    return bytes ?? new Uint8Array(await /** @type {Response} */ (response).arrayBuffer());
   }
 
   // -- the model, kept in Cache Storage ---------------------------------------------
@@ -152,8 +172,11 @@ export function createLoader(config, base, hooks) {
 
   /** @returns {Promise<Cache|null>} */
   async function openCache() {
+    // Under the site's service worker the model is in its cache, with every file.
+    if (options.controlled) return null;
     try {
-      return globalThis.caches ? await caches.open(config.cacheName) : null;
+      // Named per site: sites on one origin do not share entries.
+      return globalThis.caches ? await caches.open(`${config.cacheName} ${new URL('.', base).href}`) : null;
     } catch {
       // No Cache Storage (insecure context, private mode): download every time.
       return null;
@@ -179,8 +202,9 @@ export function createLoader(config, base, hooks) {
             await cache.delete(key);
           }
         }
-        const bytes = await download(modelURL, asset);
-        modelSource = 'network';
+        const { response, bytes: fetched } = await open(modelURL, asset);
+        modelSource = response ? 'cache' : 'network';
+        const bytes = fetched ?? new Uint8Array(await /** @type {Response} */ (response).arrayBuffer());
         if (cache) {
           // Older versions of this model would only take up the visitor's disk.
           for (const request of await cache.keys()) {
@@ -223,8 +247,11 @@ export function createLoader(config, base, hooks) {
     const url = absolute(input instanceof Request ? input.url : String(input));
     const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
     if (method !== 'GET' || !assets.has(url)) return nativeFetch(input, init);
-    const bytes = url === modelURL ? await modelBytes() : await download(url, /** @type {Asset} */ (assets.get(url)), init);
-    return new Response(bytes, { status: 200, headers: { 'Content-Type': contentType(url) } });
+    if (url === modelURL) {
+      return new Response(await modelBytes(), { status: 200, headers: { 'Content-Type': contentType(url) } });
+    }
+    const { response, bytes } = await open(url, /** @type {Asset} */ (assets.get(url)), init);
+    return response ?? new Response(bytes, { status: 200, headers: { 'Content-Type': contentType(url) } });
   }
 
   /**

@@ -5,7 +5,7 @@
  * runs for a while never freezes the page.
  *
  * The page (`boot.js`) starts this module worker and sends `{type: 'init', config,
- * base}`; from then on the worker reports what the page shows as messages:
+ * base, controlled}` (`controlled`: the site's service worker serves the page); from then on the worker reports what the page shows as messages:
  * `status`, `print`, `mark`, `row` (download progress), `post` (the script's
  * `ortweb_page.post`), then `ready` or `failed`. `window.ortweb.call` arrives as
  * `{type: 'call', id, name, args}` (typed arrays are copied once, by structured
@@ -46,8 +46,8 @@ function fail(err) {
 /** @type {Map<string, {last: number}>} */
 const rows = new Map();
 
-/** @param {any} config @param {string} base */
-async function main(config, base) {
+/** @param {any} config @param {string} base @param {boolean} controlled */
+async function main(config, base, controlled) {
   send({ type: 'mark', name: 'worker', at: epoch() });
   const loader = createLoader(config, base, {
     row(url, label, total) {
@@ -71,7 +71,7 @@ async function main(config, base) {
       };
     },
     fail,
-  });
+  }, { controlled });
   loader.install();
   // Modules the browser loads here are not covered by the page's import map: each is
   // checked against the manifest before it is imported (see loader.checkModules).
@@ -106,9 +106,9 @@ async function main(config, base) {
 }
 
 scope.onmessage = (/** @type {MessageEvent} */ event) => {
-  const { type, config, base } = event.data ?? {};
+  const { type, config, base, controlled } = event.data ?? {};
   if (type !== 'init') return;
-  main(config, base).catch(fail);
+  main(config, base, Boolean(controlled)).catch(fail);
 };
 // A module that fails to load or a throw outside main(): the page hears of it too.
 scope.addEventListener('error', (/** @type {ErrorEvent} */ event) => fail(event.error ?? event.message));

@@ -5,13 +5,14 @@ The folder it writes works on any static host and offline: ``index.html``
 JS bridge, Pyodide's core with only the wheels the script needs plus the ortweb
 wheel, only the onnxruntime-web files the chosen execution providers load, the
 model, the script and its files, ``_headers`` (cross-origin isolation on
-Netlify/Cloudflare-style hosts), ``coi-serviceworker.min.js`` (the same for
-hosts that cannot send headers), and ``ortweb-manifest.json`` with every file's
-size and sha256.
+Netlify/Cloudflare-style hosts), ``ortweb-sw.js`` (a service worker: the same for
+hosts that cannot send headers, and every file of the manifest kept in Cache
+Storage by its sha256 for an instant, offline second visit), and
+``ortweb-manifest.json`` with every file's size and sha256.
 
 Layout of a site::
 
-    index.html  _headers  coi-serviceworker.min.js  ortweb-manifest.json
+    index.html  _headers  ortweb-sw.js  ortweb-manifest.json
     app/        the model (with its external data files), the script, --file files
                 (the script's working directory)
     ortweb/     boot.js (the page), site_worker.js (the Web Worker, unless --main-thread),
@@ -44,9 +45,9 @@ from .assets import Assets, find_assets
 from .offline_packages import PackageError, read_offline
 from .requirements import resolve_offline
 from .site_files import (
-    COI_SCRIPT,
     GENERATOR,
     MANIFEST_NAME,
+    SW_SCRIPT,
     PageLoads,
     SiteFile,
     SiteReport,
@@ -89,7 +90,7 @@ _HEADERS_FILE: Final = """\
 # Written by `ortweb site`. Netlify, Cloudflare Pages and other hosts that read
 # this file send these headers; they make the page cross-origin isolated, which
 # onnxruntime-web needs for multi-threaded wasm. Hosts that cannot send headers
-# get the same from coi-serviceworker.min.js (it reloads the page once).
+# get the same from the site's service worker, ortweb-sw.js (it reloads the page once).
 /*
   Cross-Origin-Opener-Policy: same-origin
   Cross-Origin-Embedder-Policy: require-corp
@@ -291,10 +292,8 @@ def _write(
 
     # Cross-origin isolation for hosts with and without custom headers.
     b.add_bytes("_headers", _HEADERS_FILE.encode())
-    coi_src = assets.root / "build" / "npm" / "coi-serviceworker" / COI_SCRIPT
-    if not coi_src.is_file():
-        raise SiteError(f"{coi_src} is missing: run `python3 build.py setup`")
-    coi = b.add_file(COI_SCRIPT, coi_src, pinned.get("coi-serviceworker", {}).get(COI_SCRIPT))
+    # The service worker: the same for hosts without headers, and the offline cache.
+    sw = b.add_file(SW_SCRIPT, web_site / SW_SCRIPT)
 
     config = {
         "title": title,
@@ -316,11 +315,11 @@ def _write(
         "assets": loads.fetched,
         "modules": loads.modules,
         "cacheName": _CACHE_NAME,
-        "coiFallback": True,
+        "serviceWorker": SW_SCRIPT,
         "versions": {"ortweb": __version__, "pyodide": pyodide_version,
                      "onnxruntimeWeb": ort_version},
     }
-    head = page_head(loads.integrity, config, coi.sri, b.digests["ortweb/boot.js"].sri)
+    head = page_head(loads.integrity, config, sw.sri, b.digests["ortweb/boot.js"].sri)
 
     render_template(b, template_dir, {
         **extra_context,

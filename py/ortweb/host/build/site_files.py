@@ -20,10 +20,10 @@ from typing import Any, Final
 from ..errors import SiteError
 
 __all__ = [
-    "COI_SCRIPT",
     "GENERATOR",
     "MANIFEST_NAME",
     "RESERVED",
+    "SW_SCRIPT",
     "Digest",
     "PageLoads",
     "SiteFile",
@@ -37,9 +37,10 @@ __all__ = [
 MANIFEST_NAME: Final = "ortweb-manifest.json"
 #: The manifest's ``generator``: how a folder ``ortweb site`` wrote is told from others.
 GENERATOR: Final = "ortweb site"
-COI_SCRIPT: Final = "coi-serviceworker.min.js"
+#: The site's service worker (cross-origin isolation, the offline cache), at its root.
+SW_SCRIPT: Final = "ortweb-sw.js"
 #: The site's own top-level names, which a template's files must not take.
-RESERVED: Final = ("app", "ortweb", "pyodide", "ort", "wheels", "_headers", COI_SCRIPT,
+RESERVED: Final = ("app", "ortweb", "pyodide", "ort", "wheels", "_headers", SW_SCRIPT,
                    MANIFEST_NAME)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from ..errors import SiteError
 from .assets import Assets, find_assets
-from .site_files import COI_SCRIPT, RESERVED, SiteWriter
+from .site_files import RESERVED, SW_SCRIPT, SiteWriter
 
 __all__ = ["page_head", "render_template", "resolve_template"]
 
@@ -52,18 +52,18 @@ def _json_for_html(value: Any) -> str:
     return str(htmlsafe_json_dumps(value, dumps=json.dumps, indent=1, sort_keys=True))
 
 
-def page_head(integrity: dict[str, str], config: dict[str, Any], coi_sri: str,
+def page_head(integrity: dict[str, str], config: dict[str, Any], sw_sri: str,
               boot_sri: str) -> str:
     """The ``<head>`` elements that start ortweb: the import map with the modules'
-    integrity, the file:// hint, the page's config, the isolation service worker and
-    ``boot.js``."""
+    integrity, the file:// hint, the page's config, the service worker's registration
+    and ``boot.js``."""
     crossorigin = ' crossorigin="anonymous"'
     return "\n".join([
         '<script type="importmap">' + _json_for_html({"integrity": integrity}) + "</script>",
         _FILE_URL_HINT,
         '<script type="application/json" id="ortweb-config">' + _json_for_html(config)
         + "</script>",
-        f'<script src="{COI_SCRIPT}" integrity="{coi_sri}"{crossorigin}></script>',
+        f'<script src="{SW_SCRIPT}" integrity="{sw_sri}"{crossorigin}></script>',
         f'<script type="module" src="ortweb/boot.js" integrity="{boot_sri}"{crossorigin}>'
         "</script>",
     ])

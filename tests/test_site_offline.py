@@ -1,0 +1,168 @@
+"""The site's service worker (``ortweb-sw.js``) in real Chromium: an instant second
+visit (one request: the manifest), a visit with the network cut, a rebuilt site
+picked up on the next visit with the old build's entries removed, two pages of a
+site at once, and two sites on one origin kept apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from ortweb.host.browser import Browser, Runtime
+from ortweb.host.build.site import MANIFEST_NAME, build_site
+from ortweb.host.serve import StaticServer
+from ortweb.host.sitepage import SiteContext, SitePage
+from ortweb.testing import samples
+
+pytestmark = pytest.mark.browser
+
+APP = '''\
+import json
+import os
+
+import numpy as np
+
+import ortweb
+
+sess = await ortweb.InferenceSession.create(os.environ["ORTWEB_MODEL"], providers=["wasm"])
+x = np.array([[1.5, -2.0], [0.25, 4.0]], np.float32)
+(d,) = await sess.run_async(["double"], {"x": x})
+print("VERSION", VERSION, json.dumps(d.tolist()))
+
+
+def negate(rows):
+    (out,) = sess.run(["negated"], {"x": np.asarray(rows, np.float32)})
+    return out
+'''
+
+X = np.array([[1.5, -2.0], [0.25, 4.0]], np.float32)
+
+
+@pytest.fixture(scope="module")
+def browser(ortweb_runtime: Runtime) -> Browser:
+    return ortweb_runtime.browser
+
+
+def _native() -> list[np.ndarray]:
+    sess = ort.InferenceSession(samples.two_outputs_model(), providers=["CPUExecutionProvider"])
+    return [np.asarray(v) for v in sess.run(None, {"x": X})]
+
+
+def _build(folder: Path, out: Path, version: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "two.onnx").write_bytes(samples.two_outputs_model())
+    (folder / "app.py").write_text(f"VERSION = {version}\n" + APP)
+    build_site(folder / "two.onnx", folder / "app.py", out, providers=["wasm"])
+    return out
+
+
+def _manifest(site: Path) -> dict:
+    return json.loads((site / MANIFEST_NAME).read_text())
+
+
+def _stored(page: SitePage) -> list[str]:
+    """URLs of the entries in the site's cache (the service worker's)."""
+    return list(page.evaluate("""async () => {
+        const names = (await caches.keys()).filter((n) => n.startsWith('ortweb-site '));
+        const urls = [];
+        for (const name of names) {
+          for (const request of await (await caches.open(name)).keys()) urls.push(request.url);
+        }
+        return urls;
+    }"""))
+
+
+def _cache_names(page: SitePage) -> list[str]:
+    return sorted(page.evaluate("() => caches.keys()"))
+
+
+def _first_visit(ctx: SiteContext, url: str, site: Path) -> None:
+    with ctx.open(url) as first:
+        offline = first.evaluate("() => window.ortweb.offline")
+        files = _manifest(site)["files"]
+        assert offline == {"stored": len(files), "total": len(files)}, offline
+        assert not first.errors
+
+
+def test_second_visit_and_offline(browser: Browser, tmp_path: Path) -> None:
+    site = _build(tmp_path / "in", tmp_path / "site", 1)
+    want = _native()
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        _first_visit(ctx, server.url, site)
+        with ctx.open(server.url) as again:
+            # The one request of a second visit: the manifest check.
+            assert again.requests == [server.url + MANIFEST_NAME]
+            assert f"VERSION 1 {json.dumps(want[0].tolist())}" in again.output()
+            assert again.evaluate("() => window.ortweb.modelSource") == "cache"
+            # Every file the page checks itself came from the service worker's cache.
+            rows = again.progress()
+            assets = again.evaluate("() => window.ortweb.config.assets.map((a) => a.url)")
+            used = [rows[server.url + a] for a in assets if server.url + a in rows]
+            assert used and {r["state"] for r in used} == {"cached"}, used
+            assert again.evaluate("() => crossOriginIsolated") is True
+        # Two pages of the site at once share the cache.
+        pages = [ctx.open(server.url, wait=False) for _ in range(2)]
+        for page in pages:
+            page.wait_ready()
+            np.testing.assert_array_equal(np.asarray(page.call("negate", X.tolist())), want[1])
+            page.close()
+        ctx.context.set_offline(True)
+        try:
+            with ctx.open(server.url) as offline:
+                assert offline.requests == []
+                assert f"VERSION 1 {json.dumps(want[0].tolist())}" in offline.output()
+                np.testing.assert_array_equal(np.asarray(offline.call("negate", X.tolist())),
+                                              want[1])
+                assert offline.evaluate("() => crossOriginIsolated") is True
+                assert not offline.errors
+        finally:
+            ctx.context.set_offline(False)
+        assert not ctx.blocked
+
+
+def test_a_rebuilt_site_is_picked_up(browser: Browser, tmp_path: Path) -> None:
+    site = _build(tmp_path / "in", tmp_path / "site", 1)
+    old = _manifest(site)["files"]
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        _first_visit(ctx, server.url, site)
+        _build(tmp_path / "in", site, 2)
+        new = _manifest(site)["files"]
+        changed = {p for p in new if old.get(p, {}).get("sha256") != new[p]["sha256"]}
+        assert "app/app.py" in changed and "pyodide/pyodide.asm.wasm" not in changed
+        with ctx.open(server.url) as next_visit:
+            assert "VERSION 2" in next_visit.output()
+            fetched = {u.removeprefix(server.url) or "index.html" for u in next_visit.requests}
+            # The changed files and the manifest come from the network, nothing else.
+            assert fetched <= changed | {MANIFEST_NAME}, fetched - changed
+            assert "app/app.py" in fetched
+            assert next_visit.evaluate("() => window.ortweb.offline")["stored"] == len(new)
+            stored = _stored(next_visit)
+        # Only the new build's files are left, each under its sha256.
+        hashes = {parse_qs(urlsplit(u).query).get("ortweb-sha256", [""])[0] for u in stored}
+        hashes.discard("")
+        assert hashes == {f["sha256"] for f in new.values()}
+        assert old["app/app.py"]["sha256"] not in hashes
+
+
+def test_sites_on_one_origin_keep_apart(browser: Browser, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _build(tmp_path / "a-in", root / "a", 1)
+    _build(tmp_path / "b-in", root / "b", 2)
+    with StaticServer(root) as server, SiteContext(browser, server.url) as ctx:
+        for name, version in (("a", 1), ("b", 2)):
+            with ctx.open(server.url + f"{name}/") as page:
+                assert f"VERSION {version}" in page.output()
+                page.evaluate("() => window.ortweb.offline")
+                assert page.evaluate("() => window.ortweb.controlled") is True
+        with ctx.open(server.url + "a/") as page:
+            names = _cache_names(page)
+            assert f"ortweb-site {server.url}a/" in names and f"ortweb-site {server.url}b/" in names
+            for name in ("a", "b"):
+                keys = page.evaluate("""async (name) => (await (await caches.open(name)).keys())
+                    .map((r) => r.url)""", f"ortweb-site {server.url}{name}/")
+                assert keys and all(k.startswith(f"{server.url}{name}/") for k in keys)

@@ -1,0 +1,228 @@
+/* ortweb-sw.js: the service worker of a site made by `ortweb site` (and, run as a
+ * page script, its registration).
+ *
+ * As a service worker it does two jobs:
+ *  1. cross-origin isolation on hosts that cannot send headers: every response it
+ *     gives carries COOP/COEP (what coi-serviceworker did before it);
+ *  2. an instant, offline second visit: every file of the site's manifest
+ *     (ortweb-manifest.json) is served from Cache Storage, keyed by its sha256, and
+ *     stored only once its bytes match the manifest. A navigation makes the one
+ *     network request of a second visit, for the manifest (none when offline: the
+ *     stored one is used); a rebuilt site has a new manifest, so its changed files
+ *     are fetched and the old build's entries are removed. The cache is named after
+ *     the worker's scope: two sites on one origin never share entries.
+ * After the page is ready it asks for the rest of the manifest (`precache`), so that
+ * files the first visit did not need are there for an offline one.
+ *
+ * As a page script (a classic <script> before boot.js) it registers itself and, on a
+ * host without the headers, reloads the page once when it takes control.
+ */
+'use strict';
+
+if (typeof window === 'undefined') {
+  const sw = /** @type {any} */ (self);
+  const SCOPE = sw.registration.scope;
+  const CACHE = `ortweb-site ${SCOPE}`;
+  const MANIFEST = new URL('ortweb-manifest.json', SCOPE).href;
+  const MANIFEST_KEY = new URL('ortweb-manifest.json?ortweb-stored', SCOPE).href;
+
+  /** @type {any} */
+  let manifest = null;
+
+  /** @param {string} path @param {string} sha256 */
+  const keyOf = (path, sha256) => `${new URL(path, SCOPE).href}?ortweb-sha256=${sha256}`;
+
+  /** @param {ArrayBuffer} bytes */
+  async function sha256Hex(bytes) {
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+    return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+  }
+
+  /** Headers that make a document or worker cross-origin isolated. @param {Headers} headers */
+  function isolate(headers) {
+    headers.set('Cross-Origin-Embedder-Policy', 'require-corp');
+    headers.set('Cross-Origin-Opener-Policy', 'same-origin');
+    headers.set('Cross-Origin-Resource-Policy', 'cross-origin');
+    return headers;
+  }
+
+  /** @param {Response} response */
+  function isolated(response) {
+    if (response.status === 0) return response; // opaque: headers cannot be added
+    return new Response(response.body, {
+      status: response.status, statusText: response.statusText, headers: isolate(new Headers(response.headers)),
+    });
+  }
+
+  /** The manifest this worker serves by: in memory, else the one stored. */
+  async function current() {
+    if (!manifest) {
+      const stored = await (await caches.open(CACHE)).match(MANIFEST_KEY);
+      if (stored) manifest = await stored.json();
+    }
+    return manifest;
+  }
+
+  /**
+   * The site's manifest from the network (a navigation's one request); offline or on
+   * any failure, the stored one. A new manifest drops the old build's entries.
+   */
+  async function refresh() {
+    // Offline: no request at all, the stored manifest.
+    if (sw.navigator?.onLine === false) return current();
+    let text;
+    try {
+      const response = await fetch(MANIFEST, { cache: 'no-store' });
+      if (!response.ok) return current();
+      text = await response.text();
+    } catch {
+      return current();
+    }
+    const fresh = JSON.parse(text);
+    const cache = await caches.open(CACHE);
+    const before = await current();
+    manifest = fresh;
+    if (!before || JSON.stringify(before.files) !== JSON.stringify(fresh.files)) {
+      await cache.put(MANIFEST_KEY, new Response(text, { headers: { 'Content-Type': 'application/json' } }));
+      const keep = new Set(Object.entries(fresh.files).map(([path, f]) => keyOf(path, /** @type {any} */ (f).sha256)));
+      keep.add(MANIFEST_KEY);
+      for (const request of await cache.keys()) {
+        if (!keep.has(request.url)) await cache.delete(request);
+      }
+    }
+    return fresh;
+  }
+
+  /**
+   * Fetch `path` from the network; store it when its bytes match the manifest.
+   * The response streams to the page at once; the check runs on a copy.
+   * @param {string} path @param {any} entry @param {RequestInfo} request @param {(p: Promise<any>) => void} [waitUntil]
+   */
+  async function fetchAndStore(path, entry, request, waitUntil) {
+    const response = await fetch(request);
+    if (!response.ok || response.status === 0 || !response.body) return isolated(response);
+    const [forPage, forCache] = response.body.tee();
+    const headers = isolate(new Headers(response.headers));
+    const store = (async () => {
+      const bytes = await new Response(forCache).arrayBuffer();
+      // A changed file is not stored; the page's own check names it.
+      if (bytes.byteLength !== entry.size || await sha256Hex(bytes) !== entry.sha256) return;
+      const stored = new Headers(headers);
+      stored.set('X-Ortweb-Sha256', entry.sha256);
+      stored.set('Content-Length', String(bytes.byteLength));
+      stored.delete('Content-Encoding');
+      await (await caches.open(CACHE)).put(keyOf(path, entry.sha256), new Response(bytes, { headers: stored }));
+    })().catch(() => {});
+    waitUntil?.(store);
+    return new Response(forPage, { status: response.status, statusText: response.statusText, headers });
+  }
+
+  /**
+   * A file of the site: from the cache by its sha256, else from the network.
+   * @param {string} path @param {Request} request @param {any} site @param {(p: Promise<any>) => void} waitUntil
+   */
+  async function serve(path, request, site, waitUntil) {
+    const entry = site?.files?.[path];
+    if (!entry) return isolated(await fetch(request));
+    const hit = await (await caches.open(CACHE)).match(keyOf(path, entry.sha256));
+    // Straight from Cache Storage: the browser may keep compiled wasm beside it.
+    if (hit) return hit;
+    return fetchAndStore(path, entry, request, waitUntil);
+  }
+
+  /** Every file of the manifest not stored yet, a few at a time. */
+  async function precache() {
+    // The first visit's page was not served by this worker: no manifest stored yet.
+    const site = (await current()) ?? (await refresh());
+    if (!site) return { stored: 0, total: 0 };
+    const cache = await caches.open(CACHE);
+    const todo = [];
+    for (const [path, entry] of Object.entries(site.files)) {
+      if (!await cache.match(keyOf(path, /** @type {any} */ (entry).sha256))) todo.push([path, entry]);
+    }
+    /** @type {Promise<any>[]} */
+    const pending = [];
+    const lanes = Array.from({ length: 4 }, async () => {
+      for (let next = todo.shift(); next; next = todo.shift()) {
+        const [path, entry] = next;
+        try {
+          const url = new URL(/** @type {string} */ (path), SCOPE).href;
+          const response = await fetchAndStore(/** @type {string} */ (path), entry, url, (p) => pending.push(p));
+          await response.arrayBuffer();
+        } catch {
+          // Offline or a failed file: the next visit tries again.
+        }
+      }
+    });
+    await Promise.all(lanes);
+    await Promise.all(pending);
+    let stored = 0;
+    for (const [path, entry] of Object.entries(site.files)) {
+      if (await cache.match(keyOf(path, /** @type {any} */ (entry).sha256))) stored += 1;
+    }
+    return { stored, total: Object.keys(site.files).length };
+  }
+
+  sw.addEventListener('install', () => sw.skipWaiting());
+  sw.addEventListener('activate', (/** @type {any} */ event) => event.waitUntil(sw.clients.claim()));
+
+  sw.addEventListener('message', (/** @type {any} */ event) => {
+    if (event.data?.type !== 'precache') return;
+    const done = precache().then(
+      (result) => event.source?.postMessage({ type: 'precached', ...result }),
+      (err) => event.source?.postMessage({ type: 'precached', error: String(err) }));
+    event.waitUntil(done);
+  });
+
+  sw.addEventListener('fetch', (/** @type {any} */ event) => {
+    const request = event.request;
+    if (request.method !== 'GET') return;
+    if (request.cache === 'only-if-cached' && request.mode !== 'same-origin') return;
+    const url = new URL(request.url);
+    if (!url.href.startsWith(SCOPE)) {
+      // Another origin (a CDN): passed through, isolated.
+      event.respondWith(fetch(request).then(isolated));
+      return;
+    }
+    let path = decodeURIComponent(url.pathname.slice(new URL(SCOPE).pathname.length));
+    if (path === '' || path.endsWith('/')) path += 'index.html';
+    const waitUntil = (/** @type {Promise<any>} */ p) => event.waitUntil(p);
+    if (request.mode === 'navigate') {
+      event.respondWith(refresh().then((site) => serve(path, request, site, waitUntil)));
+    } else if (url.search) {
+      event.respondWith(fetch(request).then(isolated));
+    } else {
+      event.respondWith(current().then((site) => serve(path, request, site, waitUntil)));
+    }
+  });
+} else {
+  (() => {
+    const container = navigator.serviceWorker;
+    // Service workers need a secure context (https, localhost); elsewhere the page
+    // runs as it can (without threads when the host sends no headers).
+    if (!container || !window.isSecureContext) return;
+    const script = /** @type {HTMLScriptElement} */ (document.currentScript).src;
+    const reloaded = 'ortweb-sw-reloaded';
+    if (!window.crossOriginIsolated && !sessionStorage.getItem(reloaded)) {
+      // No headers from the host: once this worker controls the page, a reload
+      // gets the isolated page it serves (once: a failure must not loop).
+      container.addEventListener('controllerchange', () => {
+        sessionStorage.setItem(reloaded, '1');
+        location.reload();
+      });
+    } else if (window.crossOriginIsolated) {
+      sessionStorage.removeItem(reloaded);
+    }
+    // Registering again would only add a request for this script: the browser checks
+    // it for updates on navigations anyway.
+    if (container.controller && new URL(container.controller.scriptURL).pathname === new URL(script).pathname) return;
+    // 'all': a host's HTTP caching of this script spares the browser's update checks.
+    container.register(script, { updateViaCache: 'all' }).then((registration) => {
+      if (!window.crossOriginIsolated && registration.active && !container.controller
+          && !sessionStorage.getItem(reloaded)) {
+        sessionStorage.setItem(reloaded, '1');
+        location.reload();
+      }
+    }, (err) => console.warn('ortweb: the service worker could not be registered', err));
+  })();
+}
