@@ -161,8 +161,14 @@ async function fromCache(cache, key, report, url) {
   if (!hit) return null;
   const size = Number(hit.headers.get(SIZE_HEADER) ?? -1);
   try {
-    const bytes = await readBody(hit, size, report, url);
-    if (bytes.length === size) return bytes;
+    // In one piece: Cache Storage hands a stored body over faster whole than
+    // chunk by chunk, and it is local, so progress jumps from 0 to the end.
+    report(0, size, true);
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    if (bytes.length === size) {
+      report(size, size, true);
+      return bytes;
+    }
   } catch {
     // Unreadable or short: fall through, drop it, download afresh.
   }
@@ -170,23 +176,53 @@ async function fromCache(cache, key, report, url) {
   return null;
 }
 
+/** Bytes a stored body is written in at once. */
+const STORE_CHUNK = 1 << 22;
+
+/** @type {Map<string, Promise<void>>} cache key → its write still under way */
+const storing = new Map();
+
+/** Wait for writes under way (for `key`, or all). @param {string} [key] */
+async function settled(key) {
+  if (key === undefined) await Promise.all(storing.values());
+  else await storing.get(key);
+}
+
 /**
- * Keep a verified download; a full disk (quota) only costs the next load a download.
+ * Keep a verified download, in the background: the load goes on meanwhile, and a
+ * load of the same URL, cacheInfo and clearCache wait for it. The body is handed
+ * to Cache Storage as a stream of views on `bytes`, pulled as the cache writes:
+ * Chromium refuses a stored body it must first hold whole (a Response made from
+ * one buffer of some hundreds of MB), and a stream adds no copy of the file.
+ * A refused write (full disk, an off-the-record profile's small in-memory cache)
+ * only costs the next load a download.
  * @param {Cache} cache @param {string} key @param {Uint8Array} bytes @param {string} sha
  */
-async function store(cache, key, bytes, sha) {
-  try {
-    await cache.put(key, new Response(/** @type {Uint8Array<ArrayBuffer>} */ (bytes), {
-      headers: {
-        'Content-Type': 'application/octet-stream',
-        [SIZE_HEADER]: String(bytes.length),
-        [SHA_HEADER]: sha || await sha256Hex(bytes),
-        [STORED_HEADER]: new Date().toISOString(),
-      },
-    }));
-  } catch (err) {
-    console.warn(`ortweb: could not keep ${key} in Cache Storage`, err);
-  }
+function store(cache, key, bytes, sha) {
+  let offset = 0;
+  const body = new ReadableStream({
+    pull(controller) {
+      if (offset >= bytes.length) {
+        controller.close();
+        return;
+      }
+      controller.enqueue(bytes.slice(offset, offset + STORE_CHUNK));
+      offset += STORE_CHUNK;
+    },
+  }, { highWaterMark: 1 });
+  const write = cache.put(key, new Response(body, {
+    headers: {
+      'Content-Type': 'application/octet-stream',
+      [SIZE_HEADER]: String(bytes.length),
+      [SHA_HEADER]: sha,
+      [STORED_HEADER]: new Date().toISOString(),
+    },
+  })).catch((err) => {
+    console.warn(`ortweb: could not keep ${key} (${bytes.length} bytes) in Cache Storage: ${err}`);
+  }).finally(() => {
+    if (storing.get(key) === write) storing.delete(key);
+  });
+  storing.set(key, write);
 }
 
 /**
@@ -203,6 +239,7 @@ export async function fetchFile(url, options = {}) {
   const key = cacheKey(url, sha);
   const cache = useCache ? await openCache() : null;
   if (cache) {
+    await settled(key);
     const bytes = await fromCache(cache, key, report, url);
     if (bytes) return { status: 200, statusText: 'OK', bytes, fromCache: true };
   }
@@ -225,7 +262,7 @@ export async function fetchFile(url, options = {}) {
       throw new BridgeError('NoSuchFile', `${url}: the file's sha256 is ${got}, the URL's #sha256= asks for ${sha}`);
     }
   }
-  if (cache) await store(cache, key, bytes, sha);
+  if (cache) store(cache, key, bytes, sha);
   return { status: response.status, statusText: response.statusText, bytes, fromCache: false };
 }
 
@@ -236,6 +273,7 @@ export async function fetchFile(url, options = {}) {
 export async function cacheInfo() {
   const cache = await openCache();
   if (!cache) return { available: false, files: [] };
+  await settled();
   const files = [];
   for (const request of await cache.keys()) {
     const hit = await cache.match(request);
@@ -260,6 +298,7 @@ export async function cacheInfo() {
 export async function clearCache(url) {
   const cache = await openCache();
   if (!cache) return 0;
+  await settled();
   const want = url ? cacheKey(url, '') : null;
   let removed = 0;
   for (const request of await cache.keys()) {
