@@ -57,6 +57,9 @@ function cacheKey(url, sha) {
   return key.href;
 }
 
+/** Whether this page can hash (WebCrypto's digest needs a secure context). */
+export const canHash = () => typeof globalThis.crypto?.subtle?.digest === 'function';
+
 /** @param {Uint8Array} bytes */
 export async function sha256Hex(bytes) {
   const digest = await crypto.subtle.digest('SHA-256', /** @type {Uint8Array<ArrayBuffer>} */ (bytes));
@@ -257,6 +260,9 @@ export async function fetchFile(url, options = {}) {
   }
   const bytes = await readBody(response, declaredSize(response), report, url);
   if (sha) {
+    if (!canHash()) {
+      throw new BridgeError('InvalidArgument', `${url}: a #sha256= fragment is checked with WebCrypto, which this page lacks (not a secure context: serve it over https or from localhost)`);
+    }
     const got = await sha256Hex(bytes);
     if (got !== sha) {
       throw new BridgeError('NoSuchFile', `${url}: the file's sha256 is ${got}, the URL's #sha256= asks for ${sha}`);

@@ -10,7 +10,7 @@
 
 import { enveloped, fail, ok } from './errors.js';
 import { trackDestroyedBuffers } from './gpu.js';
-import { cacheInfo, clearCache, fetchFile, sha256Hex } from './fetching.js';
+import { cacheInfo, canHash, clearCache, fetchFile, sha256Hex } from './fetching.js';
 import { installMeters, meters } from './meters.js';
 import { installConsoleTap } from './placement.js';
 import { pageQueue } from './queue.js';
@@ -90,7 +90,8 @@ export const BRIDGE_VERSION = '0.1.0';
  * @property {() => BridgeStats} stats
  * @property {(url: string, cache: boolean, progress: any) => Promise<Envelope<import('./fetching.js').Fetched>>} fetchFile
  *   a model or data file by URL, into one buffer, through Cache Storage (fetching.js)
- * @property {(bytes: Uint8Array) => Promise<Envelope<string>>} sha256  lowercase hex
+ * @property {(bytes: Uint8Array) => Promise<Envelope<string>>} sha256  lowercase hex; '' where
+ *   the page cannot hash (not a secure context)
  * @property {() => Promise<Envelope<ResultOf<typeof cacheInfo>>>} cacheInfo
  * @property {(url: string|null) => Promise<Envelope<number>>} clearCache
  */
@@ -272,7 +273,7 @@ export function createBridge(options = {}) {
     /** @param {string} url @param {boolean} cache @param {any} progress */
     fetchFile: (url, cache, progress) => enveloped(() => fetchFile(url, { cache, progress })),
     /** @param {Uint8Array} bytes */
-    sha256: (bytes) => enveloped(() => sha256Hex(bytes)),
+    sha256: (bytes) => enveloped(async () => (canHash() ? sha256Hex(bytes) : '')),
     cacheInfo: () => enveloped(cacheInfo),
     /** @param {string|null} url */
     clearCache: (url) => enveloped(() => clearCache(url)),

@@ -416,7 +416,13 @@ def test_site_ships_and_verifies_the_data_file(ortweb_runtime, saved, tmp_path):
     with StaticServer(site) as server:
         with SiteContext(browser, server.url) as ctx, ctx.open(server.url) as page:
             out = page.output()
+            rows = page.progress()
             assert not ctx.blocked
+        # The page's download rows still show the model and its data file, which the
+        # script also loads by URL (ortweb's fetch is answered by the site's loader).
+        for name in (MODEL, DATA):
+            (row,) = [r for url, r in rows.items() if url.endswith(f"app/{name}")]
+            assert row["state"] in ("done", "cached") and row["loaded"] == row["total"], rows
         assert f"FILES ['app.py', '{MODEL}', '{DATA}']" in out, out
         results = [json.loads(line.split(" ", 1)[1]) for line in out.splitlines()
                    if line.startswith("RESULT ")]

@@ -9,6 +9,7 @@ asynchronous bridge call resolves to an envelope (``{ok, value}`` /
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -170,8 +171,15 @@ async def fetch_file(
 
 
 async def sha256_hex(buffer: JsBuffer) -> str:
-    """The sha256 of a JS buffer, computed in JavaScript (lowercase hex)."""
-    return str(await call("sha256", buffer.js, context="sha256"))
+    """The sha256 of a JS buffer (lowercase hex): computed in JavaScript, or where
+    the page cannot (not a secure context) here, 8 MiB at a time."""
+    digest = str(await call("sha256", buffer.js, context="sha256"))
+    if digest:
+        return digest
+    h = hashlib.sha256()
+    for start in range(0, buffer.nbytes, 8 << 20):
+        h.update(buffer.read(start, min(start + (8 << 20), buffer.nbytes)))
+    return h.hexdigest()
 
 
 async def cache_info() -> dict[str, Any]:
