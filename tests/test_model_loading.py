@@ -152,6 +152,34 @@ def test_a_300_mib_model_by_url_never_enters_pythons_heap(ortweb_page, served_bi
     assert meta == {"size": f"{BIG_ROWS} rows"}
 
 
+@run_in_browser
+async def _load_path_watching_the_heap(ortweb_page, path, idx):
+    import pyodide_js
+
+    import ortweb
+
+    before = int(pyodide_js._module.HEAP8.length)
+    sess = await ortweb.InferenceSession.create(path, providers=["wasm"])
+    grown = int(pyodide_js._module.HEAP8.length) - before
+    (y,) = await sess.run_async(None, {"idx": idx})
+    await sess.close_async()
+    return grown, y
+
+
+@pytest.mark.browser
+def test_a_300_mib_model_by_path_is_read_once_outside_pythons_heap(ortweb_page, big):
+    # Pyodide's file system keeps files in JavaScript: read once from there into one
+    # buffer, as a URL's download, and never into Python bytes.
+    path = ortweb_page.put_file("big/big.onnx", big)
+    try:
+        grown, y = _load_path_watching_the_heap(ortweb_page, path, IDX)
+    finally:
+        ortweb_page.run_python(f"import os; os.remove({path!r})")
+    size = big.stat().st_size
+    assert grown < size // 20, f"Pyodide's heap grew by {grown} bytes for a {size}-byte model"
+    np.testing.assert_array_equal(y, _native(big, IDX))
+
+
 # -- servers that misbehave -------------------------------------------------------------
 
 
