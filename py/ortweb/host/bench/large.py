@@ -1,17 +1,20 @@
 """The large-model section: a model of about 1 GB of float32 weights in external data.
 
-Per round, in rotating order, each side in a fresh browser context (empty HTTP
-cache, a renderer of its own): plain onnxruntime-web loading the model by URL
+Per round, in rotating order, each side in a fresh browser profile on disk (empty
+HTTP cache and Cache Storage, a renderer of its own; an off-the-record context would
+refuse to keep the model's file in Cache Storage, see
+:class:`~ortweb.host.browser.Profile`): plain onnxruntime-web loading the model by URL
 (``web/large_plain.js``), ortweb loading the same URL, and ortweb loading it from
 Pyodide's file system. Each page starts ORT-web's runtime on a tiny model first, so
 only the large model's load is timed, in the page, from the call to the ready
 session. Memory is the renderer process's peak resident memory during that load,
 read from the OS (``VmHWM``, reset just before the load, :mod:`.procmem`).
 
-When ortweb keeps fetched models in Cache Storage (``ortweb.cache_info`` exists),
-the ortweb page loads the URL a second time: ``large_warm_ratio`` is that load over
-the first, recorded only when the second load made no request for the model's
-files. The >2 GB model (detail rows) and WebGPU loads run once each.
+The ortweb page then loads the URL a second time, from Cache Storage:
+``large_warm_ratio`` is that load over the first, recorded only when the second load
+made no request for the model's files. A fourth side loads the URL with
+``cache=False`` (what keeping the files costs a first load). The >2 GB model
+(detail rows) and WebGPU loads run once each.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 from ...testing.samples import matmul_relu_model
 from .. import inpage
-from ..browser import PyodidePage, Runtime
+from ..browser import Profile, PyodidePage, Runtime
 from .figures import Recorder
 from .models import large_model
 from .pages import call
@@ -35,46 +38,41 @@ Say = Callable[[str], None]
 
 
 class _Measured:
-    """One load in a fresh page: the page opened and prepared by ``open_``, then the
-    renderer's peak memory measured around ``load``."""
+    """One load in a fresh browser profile: the page opened and prepared by ``open_``,
+    then the renderer's peak memory measured around ``load``."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
 
-    def __call__(self, open_: Callable[[], Any], load: Callable[[Any], dict[str, Any]],
-                 close: Callable[[Any], None]) -> dict[str, Any]:
-        browser = self.runtime.browser
-        before = browser.renderer_pids()
-        handle = open_()
-        try:
-            pids = browser.renderer_pids() - before
+    def __call__(self, open_: Callable[[Profile], Any], load: Callable[[Any], dict[str, Any]]
+                 ) -> dict[str, Any]:
+        with self.runtime.browser.profile() as profile:
+            handle = open_(profile)
+            pids = profile.renderer_pids()
             for pid in pids:
                 reset_peak(pid)
             out = load(handle)
-            # The page's renderer is the one that just held the model: the others
-            # new since `before` are Chromium's spare renderer and the like.
+            # The page's renderer is the one that just held the model: the profile's
+            # others (its spare renderer and the like) stay small.
             out["peak_bytes"] = max((peak_bytes(p) for p in pids), default=0)
-        finally:
-            close(handle)
         return out
 
 
-def _plain_side(runtime: Runtime, warm: str, query: str) -> tuple[Callable[[], Any],
-                                                                   Callable[[Any], dict[str, Any]],
-                                                                   Callable[[Any], None]]:
-    def open_() -> Any:
+def _plain_side(runtime: Runtime, warm: str, query: str
+                ) -> tuple[Callable[[Profile], Any], Callable[[Any], dict[str, Any]]]:
+    def open_(profile: Profile) -> Any:
         # No router: the anchor loads as in a plain browser, with nothing in between.
-        context = runtime.browser.new_context()
-        page = context.new_page()
+        context = profile.new_context()
+        page = context.pages[0] if context.pages else context.new_page()
         page.goto(runtime.server.url.rstrip("/") + "/large_plain.html")
         _plain(page, f"model={warm}&run=0")
-        return context, page
+        return page
 
-    def load(handle: Any) -> dict[str, Any]:
-        marks = _plain(handle[1], query)["marks"]
+    def load(page: Any) -> dict[str, Any]:
+        marks = _plain(page, query)["marks"]
         return {"ms": marks["session_created"] - marks["load_start"]}
 
-    return open_, load, lambda handle: handle[0].close()
+    return open_, load
 
 
 def _plain(page: Any, query: str) -> dict[str, Any]:
@@ -84,9 +82,9 @@ def _plain(page: Any, query: str) -> dict[str, Any]:
     return dict(out)
 
 
-def _ortweb_page(runtime: Runtime, warm: str, files: dict[str, str] | None = None
-                 ) -> PyodidePage:
-    page = runtime.new_page()
+def _ortweb_page(runtime: Runtime, profile: Profile, warm: str,
+                 files: dict[str, str] | None = None) -> PyodidePage:
+    page = PyodidePage(profile, runtime.server.url)
     try:
         call(page, inpage.source("bench_large"))
         call(page, f"await bench_large_warm({warm!r}) or 'true'")
@@ -98,8 +96,10 @@ def _ortweb_page(runtime: Runtime, warm: str, files: dict[str, str] | None = Non
     return page
 
 
-def _load(page: PyodidePage, source: str, provider: str, prefix: str) -> dict[str, Any]:
-    return dict(call(page, f"await bench_large_load({source!r}, {provider!r}, {prefix!r})"))
+def _load(page: PyodidePage, source: str, provider: str, prefix: str, cache: bool = True
+          ) -> dict[str, Any]:
+    return dict(call(page, f"await bench_large_load({source!r}, {provider!r}, {prefix!r}, "
+                           f"{cache!r})"))
 
 
 def large(runtime: Runtime, plan: Plan, rec: Recorder, say: Say, notes: dict[str, Any]
@@ -119,34 +119,31 @@ def large(runtime: Runtime, plan: Plan, rec: Recorder, say: Say, notes: dict[str
             url = mount + "model.onnx"
             query = f"model={url}&data={','.join(names)}&run=0"
             in_fs = {mount + n: f"/tmp/large/{n}" for n in ["model.onnx", *names]}
-            has_cache = _has_cache(runtime)
-            if not has_cache:
-                notes["large_warm_ratio"] = (
-                    "unavailable: this ortweb keeps no fetched model in Cache Storage "
-                    "(issue 16 item 4, ortweb.cache_info)")
 
             def ortweb_url(page: PyodidePage) -> dict[str, Any]:
                 first = _load(page, url, "wasm", mount)
-                if has_cache:
-                    second = _load(page, url, "wasm", mount)
-                    first["warm_ms"], first["warm_requests"] = second["ms"], second["requests"]
+                second = _load(page, url, "wasm", mount)  # from Cache Storage
+                first["warm_ms"], first["warm_requests"] = second["ms"], second["requests"]
                 return first
 
             sides: dict[str, Callable[[], dict[str, Any]]] = {
                 "plain": lambda: measure(*_plain_side(runtime, warm, query)),
-                "url": lambda: measure(lambda: _ortweb_page(runtime, warm), ortweb_url,
-                                       lambda p: p.close()),
-                "path": lambda: measure(lambda: _ortweb_page(runtime, warm, in_fs),
+                "url": lambda: measure(lambda pr: _ortweb_page(runtime, pr, warm), ortweb_url),
+                "path": lambda: measure(lambda pr: _ortweb_page(runtime, pr, warm, in_fs),
                                         lambda p: _load(p, "/tmp/large/model.onnx", "wasm",
-                                                        mount), lambda p: p.close()),
+                                                        mount)),
+                # What keeping the files in Cache Storage costs the first load.
+                "nocache": lambda: measure(lambda pr: _ortweb_page(runtime, pr, warm),
+                                           lambda p: _load(p, url, "wasm", mount, False)),
             }
-            say(f"bench: large model: {plan.large_reps} rounds of plain JS, ortweb by URL and "
-                "by path, each in a fresh browser context")
+            say(f"bench: large model: {plan.large_reps} rounds of plain JS, ortweb by URL (also "
+                "without its cache) and by path, each in a fresh browser profile")
             order = list(sides)
             for i in range(plan.large_reps):
-                got = {k: sides[k]() for k in order[i % 3:] + order[:i % 3]}
+                shift = i % len(order)
+                got = {k: sides[k]() for k in order[shift:] + order[:shift]}
                 _record(rec, got, notes)
-            details = _details(has_cache)
+            details = _details()
             if plan.large_webgpu:
                 details += _webgpu(runtime, measure, warm, url, query, mount, rec, say, notes)
         finally:
@@ -156,17 +153,13 @@ def large(runtime: Runtime, plan: Plan, rec: Recorder, say: Say, notes: dict[str
     return details
 
 
-def _has_cache(runtime: Runtime) -> bool:
-    with runtime.new_page() as page:
-        call(page, inpage.source("bench_large"))
-        return bool(call(page, "bench_large_has_cache()"))
-
-
 def _record(rec: Recorder, got: dict[str, dict[str, Any]], notes: dict[str, Any]) -> None:
     plain, url, path = got["plain"], got["url"], got["path"]
     rec.add("large_load_ratio", [url["ms"] / plain["ms"]])
     rec.add("large_peak_mem_ratio", [url["peak_bytes"] / plain["peak_bytes"]])
-    for side, out in (("plain", plain), ("ortweb_url", url), ("ortweb_path", path)):
+    sides = [("plain", plain), ("ortweb_url", url), ("ortweb_path", path),
+             ("ortweb_url_nocache", got["nocache"])]
+    for side, out in sides:
         rec.add(f"large_{side}_load_ms", [out["ms"]])
         rec.add(f"large_{side}_peak_mb", [out["peak_bytes"] / 1e6])
     for side, out in (("ortweb_url", url), ("ortweb_path", path)):
@@ -181,11 +174,11 @@ def _record(rec: Recorder, got: dict[str, dict[str, Any]], notes: dict[str, Any]
             rec.add("large_ortweb_warm_load_ms", [url["warm_ms"]])
 
 
-def _details(has_cache: bool) -> list[str]:
-    rows = [f"large_{side}_{what}" for what in ("load_ms", "peak_mb")
-            for side in ("plain", "ortweb_url", "ortweb_path")]
+def _details() -> list[str]:
+    sides = ("plain", "ortweb_url", "ortweb_path", "ortweb_url_nocache")
+    rows = [f"large_{side}_{what}" for what in ("load_ms", "peak_mb") for side in sides]
     rows += ["large_ortweb_url_pyodide_heap_growth_mb", "large_ortweb_path_pyodide_heap_growth_mb"]
-    return rows + (["large_ortweb_warm_load_ms"] if has_cache else [])
+    return [*rows, "large_ortweb_warm_load_ms"]
 
 
 def _webgpu(runtime: Runtime, measure: _Measured, warm: str, url: str, query: str, mount: str,
@@ -194,8 +187,8 @@ def _webgpu(runtime: Runtime, measure: _Measured, warm: str, url: str, query: st
     say("bench: large model on webgpu: one load each, plain JS and ortweb")
     try:
         plain = measure(*_plain_side(runtime, warm, query + "&ep=webgpu"))
-        ours = measure(lambda: _ortweb_page(runtime, warm),
-                       lambda p: _load(p, url, "webgpu", mount), lambda p: p.close())
+        ours = measure(lambda pr: _ortweb_page(runtime, pr, warm),
+                       lambda p: _load(p, url, "webgpu", mount))
     except Exception as exc:  # no adapter, or one too small: said, not fatal
         notes["large_webgpu"] = f"not measured: {str(exc)[:300]}"
         return []
@@ -218,8 +211,8 @@ def _over_2g(runtime: Runtime, measure: _Measured, plan: Plan, folder: Path, pre
     try:
         url = mount + "model.onnx"
         plain = measure(*_plain_side(runtime, warm, f"model={url}&data={','.join(names)}&run=0"))
-        ours = measure(lambda: _ortweb_page(runtime, warm),
-                       lambda p: _load(p, url, "wasm", mount), lambda p: p.close())
+        ours = measure(lambda pr: _ortweb_page(runtime, pr, warm),
+                       lambda p: _load(p, url, "wasm", mount))
     finally:
         runtime.server.remove_mount(mount)
     tag = f"{plan.large_over2g_mib}mib"

@@ -6,7 +6,8 @@ Every host tool that opens a browser goes through this package: ``ortweb run``,
 ``ortweb demo``). Its modules, each with one job:
 
 =============  ===========================================================================
-``launch``     find the system's Chromium and launch it (quiet, offline, WebGPU flags)
+``launch``     find the system's Chromium and launch it (quiet, offline, WebGPU flags);
+               a fresh on-disk profile (:class:`Profile`)
 ``route``      keep a browser context offline: only the local server (or a CDN mirror)
 ``capture``    the console tag, Python's output, console messages and page errors
 ``page``       :class:`PyodidePage`: ``web/runner.html`` with Pyodide, numpy and ortweb
@@ -23,7 +24,7 @@ from __future__ import annotations
 from ..errors import BrowserError, PageFailure, PageUnresponsive, PythonFailure
 from .capture import TAG, ConsoleLine, PageLog
 from .keeper import PageKeeper
-from .launch import BASE_FLAGS, WEBGPU_FLAGS, Browser, find_chromium
+from .launch import BASE_FLAGS, WEBGPU_FLAGS, Browser, Profile, find_chromium
 from .page import PyodidePage
 from .route import CdnMirror, OfflineRouter, cdn_mirror
 from .runs import GUARD_S, HARD_S
@@ -44,6 +45,7 @@ __all__ = [
     "PageKeeper",
     "PageLog",
     "PageUnresponsive",
+    "Profile",
     "PyodidePage",
     "PythonFailure",
     "Runtime",

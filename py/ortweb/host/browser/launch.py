@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from .route import OfflineRouter
 if TYPE_CHECKING:
     from .page import PyodidePage
 
-__all__ = ["BASE_FLAGS", "WEBGPU_FLAGS", "Browser", "find_chromium"]
+__all__ = ["BASE_FLAGS", "WEBGPU_FLAGS", "Browser", "Profile", "find_chromium"]
 
 #: Flags for a quiet, offline headless Chromium (no background traffic).
 BASE_FLAGS = (
@@ -118,15 +119,9 @@ class Browser:
                 raise
         return context
 
-    def renderer_pids(self) -> set[int]:
-        """Process ids of this browser's renderer processes now (from the browser's own
-        ``SystemInfo.getProcessInfo``, so other browsers on the machine are not counted)."""
-        cdp = self._browser.new_browser_cdp_session()
-        try:
-            info = cdp.send("SystemInfo.getProcessInfo")["processInfo"]
-        finally:
-            cdp.detach()
-        return {int(p["id"]) for p in info if p.get("type") == "renderer"}
+    def profile(self) -> Profile:
+        """A browser with a fresh on-disk profile of its own (see :class:`Profile`)."""
+        return Profile(self)
 
     def new_page(self, base_url: str, **kw: Any) -> PyodidePage:
         """A new page (own context) on ``base_url``; see :class:`.page.PyodidePage`."""
@@ -145,6 +140,67 @@ class Browser:
                 self._pw.stop()
 
     def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Profile:
+    """A Chromium with a fresh on-disk profile (a temporary user-data folder), closed
+    with its one context.
+
+    :meth:`Browser.new_context` gives off-the-record contexts, whose Cache Storage
+    refuses a file of 256 MiB ("Unexpected internal error"); a profile on disk keeps
+    it, as a user's browser does. :meth:`new_context` has :class:`Browser`'s form, so
+    a :class:`~.page.PyodidePage` opens in the profile; the profile's processes are
+    found by its folder (:meth:`renderer_pids`).
+    """
+
+    def __init__(self, browser: Browser) -> None:
+        self.folder = tempfile.mkdtemp(prefix="ortweb-profile-")
+        args = [*BASE_FLAGS, *(WEBGPU_FLAGS if browser.webgpu else ("--disable-gpu",))]
+        try:
+            self._context = browser._pw.chromium.launch_persistent_context(
+                self.folder, executable_path=browser.executable, headless=True, args=args)
+        except BaseException:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
+        self._closed = False
+
+    def new_context(self, router: OfflineRouter | None = None) -> Any:
+        """The profile's context (one per profile), routed through ``router`` when given."""
+        if router is not None:
+            self._context.route("**/*", router)
+        return self._context
+
+    def renderer_pids(self) -> set[int]:
+        """This profile's renderer processes now (their command lines name its folder)."""
+        want = f"--user-data-dir={self.folder}"
+        pids = set()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                # Chromium rewrites its children's titles: one space-joined string.
+                args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").split()
+            except OSError:
+                continue
+            if b"--type=renderer" in args and want.encode() in args:
+                pids.add(int(entry.name))
+        return pids
+
+    def close(self) -> None:
+        """Close the browser and remove the profile (safe twice)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._context.close()
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> Profile:
         return self
 
     def __exit__(self, *exc: object) -> None:

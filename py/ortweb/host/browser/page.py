@@ -26,7 +26,7 @@ from .runs import Runs
 
 if TYPE_CHECKING:
     from ..build.requirements import WheelInfo
-    from .launch import Browser
+    from .launch import Browser, Profile
 
 __all__ = ["PyodidePage"]
 
@@ -36,7 +36,7 @@ class PyodidePage:
 
     Parameters
     ----------
-    browser : Browser
+    browser : Browser or Profile
     base_url : str
         The local server's URL (``http://127.0.0.1:PORT/``).
     providers : sequence of str, optional
@@ -49,7 +49,7 @@ class PyodidePage:
 
     def __init__(
         self,
-        browser: Browser,
+        browser: Browser | Profile,
         base_url: str,
         *,
         providers: Sequence[str] | None = None,

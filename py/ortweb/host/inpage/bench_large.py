@@ -22,23 +22,19 @@ async def bench_large_warm(url):
     await sess.close_async()
 
 
-async def bench_large_load(source, provider, prefix):
+async def bench_large_load(source, provider, prefix, cache=True):
     if source.startswith("/_"):
         source = js.location.origin + source
     heap0 = int(pyodide_js._module.HEAPU8.length)
     requests0 = _requests(prefix)
     t0 = js.performance.now()
-    sess = await ortweb.InferenceSession.create(source, providers=[provider])
+    sess = await ortweb.InferenceSession.create(source, providers=[provider], cache=cache)
     ms = js.performance.now() - t0
     out = {"ms": ms, "provider": sess.provider, "requests": _requests(prefix) - requests0,
            "pyodide_heap_before": heap0,
            "pyodide_heap_after": int(pyodide_js._module.HEAPU8.length)}
     await sess.close_async()
     return json.dumps(out)
-
-
-def bench_large_has_cache():
-    return json.dumps(hasattr(ortweb, "cache_info"))
 
 
 json.dumps(True)
