@@ -68,3 +68,26 @@ def test_large_section_on_a_small_model(ortweb_runtime) -> None:
     # The second load came from Cache Storage, without a request for the model.
     warm = figures["large_warm_ratio"]
     assert warm["n"] == 1 and 0 < warm["median"] < 1, (warm, data["notes"])
+
+
+@pytest.mark.browser
+def test_site_section_one_round(ortweb_runtime) -> None:
+    """The site section's form, one short round: every figure and detail is there,
+    the second visit made only the manifest request, the main thread blocked where
+    the worker did not."""
+    plan = bench.Plan(site_reps=1, site_seconds=3.0, site_calls=50)
+    data = bench.run_bench(ortweb_runtime, plan, sections=["site"], log=print)
+    figures, details, notes = data["figures"], data["details"], data["notes"]["site"]
+    for key in ("site_cold_ratio", "site_warm_ratio", "site_worker_long_tasks",
+                "site_worker_max_frame_gap_ms", "site_worker_call_extra_ms"):
+        assert figures[key]["n"] == 1, key
+    assert 0.2 < figures["site_cold_ratio"]["median"] < 5
+    assert 0.05 < figures["site_warm_ratio"]["median"] < 5
+    assert details["site_offline_visit_ms"]["median"] > 0
+    # Every file of a wasm-only site is needed by its first inference.
+    assert details["site_first_visit_bytes"]["median"] == pytest.approx(
+        notes["site_size_mb"] * 1e6, rel=0.05)
+    assert [u.rsplit("/", 1)[1] for u in notes["second_visit_network_requests"]] == [
+        "ortweb-manifest.json"]
+    assert details["site_main_thread_long_tasks"]["median"] >= 1
+    assert details["site_heavy_run_ms_worker"]["median"] > 5

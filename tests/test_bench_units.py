@@ -45,7 +45,8 @@ def test_fixed_keys_are_the_issues() -> None:
         "transfer_in_gbps_64mb", "transfer_out_gbps_16mb", "transfer_out_gbps_64mb",
         "cold_start_ratio", "gpu_chain_speedup_1mb", "gpu_chain_speedup_16mb",
         "threads_speedup_resnet50", "web_vs_native_resnet50", "large_load_ratio",
-        "large_peak_mem_ratio", "large_warm_ratio")
+        "large_peak_mem_ratio", "large_warm_ratio", "site_cold_ratio", "site_warm_ratio",
+        "site_worker_long_tasks", "site_worker_max_frame_gap_ms", "site_worker_call_extra_ms")
 
 
 def _result() -> dict:
@@ -105,6 +106,16 @@ def test_large_goals_are_the_issues() -> None:
     assert bench.verdict("large_peak_mem_ratio", bench.summarize([1.2])) == "MISSED"
     assert bench.verdict("large_warm_ratio", bench.summarize([])) == "not run"
     assert "large" in bench.SECTIONS
+
+
+def test_site_goals_are_the_issues() -> None:
+    assert bench.verdict("site_cold_ratio", bench.summarize([1.04])) == "met"
+    assert bench.verdict("site_warm_ratio", bench.summarize([0.6])) == "MISSED"
+    assert bench.verdict("site_worker_long_tasks", bench.summarize([0, 0, 1])) == "met"
+    assert bench.verdict("site_worker_long_tasks", bench.summarize([1, 1, 0])) == "MISSED"
+    assert bench.verdict("site_worker_max_frame_gap_ms", bench.summarize([51])) == "MISSED"
+    assert bench.verdict("site_worker_call_extra_ms", bench.summarize([0.3])) == "met"
+    assert "site" in bench.SECTIONS
 
 
 def test_plan_quick_is_smaller() -> None:

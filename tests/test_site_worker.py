@@ -147,8 +147,8 @@ def test_mode_and_page_api(visit: tuple[str, SitePage]) -> None:
     assert {"start", "pyodide", "script", "ready"} <= set(got["timings"])
     timings = page.timings()
     assert 0 < timings["start"] < timings["pyodide"] < timings["script"] < timings["ready"]
-    assert f"IN_WORKER {mode == 'worker'}" in page.output()
     console = page.evaluate("() => document.getElementById('ortweb-console').innerText")
+    assert f"IN_WORKER {mode == 'worker'}" in console
     assert f"DOUBLE {json.dumps(_native(X)['double'].tolist())} wasm" in console
     rows = page.progress()
     assert rows and all(r["state"] in ("done", "cached") for r in rows.values()), rows

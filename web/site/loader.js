@@ -147,12 +147,44 @@ export function createLoader(config, base, hooks, options = {}) {
     }
   }
 
+  /** @type {Map<string, Promise<{response: Response|null, bytes: Uint8Array|null}>>} started early, taken once */
+  const early = new Map();
+
+  /**
+   * `open`, or the download `prefetch` started for `url` (taken once).
+   * @param {string} url absolute @param {Asset} asset @param {RequestInit} [init]
+   */
+  function take(url, asset, init) {
+    const started = early.get(url);
+    if (started) {
+      early.delete(url);
+      return started;
+    }
+    return open(url, asset, init);
+  }
+
+  /**
+   * Start downloading listed files now, so that they arrive while other work runs
+   * (Pyodide's own fetches of them then find them here).
+   * @param {string[]} urls relative to the page, or absolute
+   */
+  function prefetch(urls) {
+    for (const url of urls) {
+      const href = absolute(url);
+      const asset = assets.get(href);
+      if (!asset || href === modelURL || early.has(href)) continue;
+      const started = open(href, asset);
+      started.catch(() => {});
+      early.set(href, started);
+    }
+  }
+
   /**
    * Download `asset` (or take it from the service worker's cache): its checked bytes.
    * @param {string} url absolute @param {Asset} asset @param {RequestInit} [init]
    */
   async function download(url, asset, init) {
-    const { response, bytes } = await open(url, asset, init);
+    const { response, bytes } = await take(url, asset, init);
     return bytes ?? new Uint8Array(await /** @type {Response} */ (response).arrayBuffer());
   }
 
@@ -250,7 +282,7 @@ export function createLoader(config, base, hooks, options = {}) {
     if (url === modelURL) {
       return new Response(await modelBytes(), { status: 200, headers: { 'Content-Type': contentType(url) } });
     }
-    const { response, bytes } = await open(url, /** @type {Asset} */ (assets.get(url)), init);
+    const { response, bytes } = await take(url, /** @type {Asset} */ (assets.get(url)), init);
     return response ?? new Response(bytes, { status: 200, headers: { 'Content-Type': contentType(url) } });
   }
 
@@ -275,6 +307,7 @@ export function createLoader(config, base, hooks, options = {}) {
     absolute,
     bytesOf,
     checkModules,
+    prefetch,
     /** @param {string} url absolute */
     module: (url) => modules.get(url.split('#')[0]),
     get modelSource() { return modelSource; },

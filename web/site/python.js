@@ -26,19 +26,47 @@ export function pythonError(envelope) {
   return err;
 }
 
+/** A model of one Neg node (float [1]): the session that starts onnxruntime-web early. */
+const WARM_MODEL = 'CAgSADoyCgsKAXgSAXkiA05lZxIBd1oPCgF4EgoKCAgBEgQKAggBYg8KAXkSCgoICAESBAoCCAFCBAoAEBE=';
+
+/**
+ * Start onnxruntime-web for the page's default providers while Pyodide boots: the
+ * build the script's first session will use is imported, its wasm fetched and
+ * compiled and its runtime (threads, WebGPU device) started, on a one-node model
+ * released at once. A failure here only means the script's session does it later.
+ * @param {any} bridge
+ * @param {string[]} providers
+ */
+function warmOrt(bridge, providers) {
+  const bytes = Uint8Array.from(atob(WARM_MODEL), (c) => c.charCodeAt(0));
+  return bridge.createSession(bytes, providers, {}).then(async (/** @type {any} */ envelope) => {
+    if (envelope.ok) await bridge.release(envelope.value.handle);
+  }).catch(() => {});
+}
+
 /**
  * Start the site's Python; resolves once the script has run.
  * @param {any} config the page's config
  * @param {import('./loader.js').Loader} loader
  * @param {PythonIO} io
+ * @param {{beforeBoot?: Promise<any>}} [options] `beforeBoot`: awaited before Pyodide's
+ *   modules are imported (the worker checks them meanwhile)
  */
-export async function startPython(config, loader, io) {
+export async function startPython(config, loader, io, options = {}) {
   const { absolute } = loader;
-  installBridge({
+  const bridge = installBridge({
     ortBaseURL: absolute(config.ortBaseURL),
     webgpuBuild: config.webgpuBuild,
     defaultProviders: config.providers,
   });
+  // Everything the first inference needs downloads at once, side by side: Pyodide's
+  // core files and wheels (its own fetches then find them), the app's files, and
+  // onnxruntime-web, which also compiles and starts while Pyodide boots.
+  const indexURL = absolute(config.pyodide.indexURL);
+  loader.prefetch(config.assets.map((/** @type {any} */ a) => a.url)
+    .filter((/** @type {string} */ url) => absolute(url).startsWith(indexURL)));
+  // Not awaited: the script's first session queues behind it in the bridge.
+  if (config.warmOrt !== false) warmOrt(bridge, config.providers);
   // What the script's `ortweb_page` module talks to (site_page.py).
   /** @type {any} */ (globalThis).ortwebPage = {
     /** @param {any} data */
@@ -61,8 +89,9 @@ export async function startPython(config, loader, io) {
   wheelBytes.catch(() => {});
   const installerBytes = config.installer ? loader.bytesOf(config.installer.url) : null;
   installerBytes?.catch(() => {});
+  await options.beforeBoot;
   const pyodide = await bootPyodide({
-    indexURL: absolute(config.pyodide.indexURL),
+    indexURL,
     lockFileURL: await lockFileURL(absolute(config.pyodide.lockURL)),
     packages: config.packages,
     stdout: (line) => io.print('stdout', line),

@@ -77,14 +77,15 @@ async function main(config, base, controlled) {
   // checked against the manifest before it is imported (see loader.checkModules).
   const pyodideModules = ['pyodide.mjs', 'pyodide.asm.js']
     .map((name) => loader.absolute(config.pyodide.indexURL + name));
-  await loader.checkModules(pyodideModules);
+  const pyodideChecked = loader.checkModules(pyodideModules);
+  pyodideChecked.catch(() => {});
   checkModulesWith((urls) => loader.checkModules(urls));
   const python = await startPython(config, loader, {
     print: (stream, line) => send({ type: 'print', stream, line }),
     status: (text) => send({ type: 'status', text }),
     mark: (name) => send({ type: 'mark', name, at: epoch() }),
     post: (data) => send({ type: 'post', data }),
-  });
+  }, { beforeBoot: pyodideChecked });
   scope.onmessage = async (/** @type {MessageEvent} */ event) => {
     const { type, id, name, args } = event.data ?? {};
     if (type !== 'call') return;

@@ -29,6 +29,10 @@ Sections and what they compare:
     browser context: ortweb by URL (and by path) vs plain onnxruntime-web by the same
     URL, time to a ready session and the renderer's peak memory from the OS; the
     second load from Cache Storage; the model over 2 GB once (:mod:`.large`).
+``site``
+    A site made by ``ortweb site``, in fresh contexts: first visit to first inference
+    vs Pyodide+numpy alone, second and offline visits, and the page's long tasks,
+    frame gaps and per-call cost in worker vs main-thread mode (:mod:`.site`).
 
 Modules: :mod:`.figures` (the goals, the statistics over pairs), :mod:`.plan`
 (rounds per section), :mod:`.models` (resnet50 folded, the chain's links, the

@@ -21,7 +21,7 @@ __all__ = [
     "verdict",
 ]
 
-SECTIONS = ("bridge", "transfer", "chain", "threads", "cold", "large")
+SECTIONS = ("bridge", "transfer", "chain", "threads", "cold", "large", "site")
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,16 @@ GOALS: dict[str, Goal] = {
                                  "<=", 1.10),
     "large_warm_ratio": Goal("second load (Cache Storage) / first load, no request", "x",
                              "<=", 0.5),
+    "site_cold_ratio": Goal("ortweb site, first visit to first inference / Pyodide+numpy alone",
+                            "x", "<=", 1.05),
+    "site_warm_ratio": Goal("ortweb site, second visit / first visit, to first inference", "x",
+                            "<=", 0.5),
+    "site_worker_long_tasks": Goal("page long tasks in 10 s of back-to-back inference, worker",
+                                   "", "<=", 0),
+    "site_worker_max_frame_gap_ms": Goal("worst gap between animation frames then, worker",
+                                         "ms", "<=", 50),
+    "site_worker_call_extra_ms": Goal("window.ortweb.call, worker - main thread, tiny model",
+                                      "ms", "<=", 0.3),
 }
 FIXED_KEYS = tuple(GOALS)
 

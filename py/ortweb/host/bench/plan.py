@@ -33,13 +33,18 @@ class Plan:
     large_webgpu: bool = True
     #: The model over 2 GB of the detail rows (0: not loaded).
     large_over2g_mib: int = 2560
+    #: The site section: rounds, seconds of back-to-back inference, timed tiny calls.
+    site_reps: int = 3
+    site_seconds: float = 10.0
+    site_calls: int = 200
 
     @classmethod
     def quick(cls) -> Plan:
         """Fewer rounds: a look within minutes, not figures to quote (``--quick``)."""
         return cls(bridge_pairs=5, tiny_k=100, resnet_k=2, resnet_pairs=6, transfer_pairs=4,
                    chain_pairs=3, chain_k={1: 2, 16: 1}, threads_reps=3, threads_k=2,
-                   cold_reps=2, large_reps=2, large_webgpu=False, large_over2g_mib=0)
+                   cold_reps=2, large_reps=2, large_webgpu=False, large_over2g_mib=0,
+                   site_reps=2, site_seconds=5.0)
 
     def transfer_k(self, mb: int) -> int:
         """Transfers per block at ``mb`` MiB: more of the small ones, at least 2."""

@@ -20,6 +20,7 @@ from .large import large
 from .models import folded_resnet50, unary_model
 from .pages import bench_page
 from .plan import Plan
+from .site import site
 
 __all__ = ["run_bench"]
 
@@ -97,6 +98,8 @@ def run_bench(
                                 [1, tiny_n], plan, rec, say)
     if "large" in sections:
         details += large(runtime, plan, rec, say, notes)
+    if "site" in sections:
+        details += site(runtime, plan, rec, say, notes)
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
