@@ -121,11 +121,14 @@ def _onnx_type(ort_type: Any) -> str:
         return f"unknown({ort_type})"
 
 
-def model_name(source: ModelSource) -> str:
-    """How messages name a model: its path or URL, or that it came as bytes."""
+def model_name(source: object) -> str:
+    """How messages name a model: its path or URL, or that it came as bytes (any
+    other value is refused by :func:`open_model`, with its type named)."""
     if isinstance(source, bytes | bytearray | memoryview):
         return "the model (given as bytes)"
-    return f"model {os.fspath(source)!r}"
+    if isinstance(source, str | os.PathLike):
+        return f"model {os.fspath(source)!r}"
+    return f"the model (given as {type(source).__name__})"
 
 
 def read_model(model: ModelData) -> ModelInfo | None:
