@@ -109,6 +109,37 @@ def test_paged_reader_refuses_truncated_bytes_as_the_bytes_reader_does():
     assert str(paged_error.value) == str(bytes_error.value)
 
 
+def test_progress_reports_are_kept_monotonic_per_file():
+    from ortweb._progress import Progress
+
+    seen = []
+    progress = Progress(lambda *event: seen.append(event))
+    report = progress.file("u")
+    for loaded, total in ((0, -1), (10, -1), (10, -1), (4, -1), (12, -1), (12, 12)):
+        report(loaded, total)
+    progress.whole("p", 7)
+    # A repeat and a step back (a damaged cached copy downloaded afresh) are not shown.
+    assert seen == [("u", 0, None), ("u", 10, None), ("u", 12, None), ("u", 12, 12),
+                    ("p", 7, 7)]
+
+
+def test_progress_keeps_what_the_callback_raised():
+    from ortweb._progress import Progress
+    from ortweb.errors import InvalidArgument
+
+    def stop(file, loaded, total):
+        raise KeyboardInterrupt(file)
+
+    progress = Progress(stop)
+    progress.check()  # nothing raised yet
+    with pytest.raises(KeyboardInterrupt):
+        progress.file("u")(1, 2)
+    with pytest.raises(KeyboardInterrupt, match="u"):
+        progress.check()
+    with pytest.raises(InvalidArgument, match="progress"):
+        Progress(3)  # type: ignore[arg-type]
+
+
 # -- in the browser ---------------------------------------------------------------------
 
 
