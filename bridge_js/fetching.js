@@ -240,7 +240,8 @@ export async function fetchFile(url, options = {}) {
   const report = reporter(options.progress ?? null);
   const sha = expectedSha256(url);
   const key = cacheKey(url, sha);
-  const cache = useCache ? await openCache() : null;
+  // Cache Storage keeps http(s) requests only; a blob: or data: URL is in memory anyway.
+  const cache = useCache && /^https?:$/.test(new URL(key).protocol) ? await openCache() : null;
   if (cache) {
     await settled(key);
     const bytes = await fromCache(cache, key, report, url);

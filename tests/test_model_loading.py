@@ -581,3 +581,32 @@ def test_a_sha256_fragment_is_checked_and_keys_the_cache(ortweb_runtime, ortweb_
     assert entry["sha256"] == sha and entry["size"] == len(data), entry
     assert entry["url"].endswith(model), entry
     assert _clear(ortweb_page, model) == 1
+
+
+@run_in_browser
+async def _blob_url_model(ortweb_page, model, idx):
+    import js
+    from pyodide.ffi import to_js
+
+    import ortweb
+
+    blob = js.Blob.new(to_js([to_js(memoryview(model))]))
+    url = js.URL.createObjectURL(blob)
+    try:
+        sess = await ortweb.InferenceSession.create(url, providers=["wasm"])
+        (y,) = await sess.run_async(None, {"idx": idx})
+        await sess.close_async()
+    finally:
+        js.URL.revokeObjectURL(url)
+    files = (await ortweb.cache_info_async())["files"]
+    return y, [f["url"] for f in files if f["url"].startswith("blob:")]
+
+
+@pytest.mark.browser
+def test_a_blob_url_model_loads_and_is_not_cached(ortweb_page, small_ext):
+    model = _gather_model(1000).SerializeToString()
+    y, cached = _blob_url_model(ortweb_page, model, SMALL_IDX)
+    np.testing.assert_array_equal(y, _native(small_ext, SMALL_IDX))
+    assert cached == []
+    # Not even tried: Cache Storage refuses a blob: request (with a warning).
+    assert not [line for line in ortweb_page.console if "could not keep" in line.text]
