@@ -262,6 +262,20 @@ async function awaitIsolation() {
 }
 
 /**
+ * On a first visit (headers sent, so no reload): wait, briefly, for the service worker
+ * to take control before anything downloads, so that what this visit fetches is stored
+ * as it streams in, not fetched a second time for the offline cache.
+ */
+async function awaitController() {
+  const sw = navigator.serviceWorker;
+  if (!config.serviceWorker || !sw || !globalThis.isSecureContext || sw.controller) return;
+  await Promise.race([
+    new Promise((resolve) => sw.addEventListener('controllerchange', resolve, { once: true })),
+    new Promise((resolve) => setTimeout(resolve, 2000)),
+  ]);
+}
+
+/**
  * Once the page is ready: have the service worker store the files of the manifest it
  * has not stored yet (those this visit did not need), for an offline visit.
  * Resolves to `{stored, total}` files, or null without a service worker.
@@ -437,6 +451,8 @@ async function main() {
       'or put the folder on a static host.');
   }
   await awaitIsolation();
+  await awaitController();
+  mark('controlled');
   if (config.worker) await startWorker();
   else await startInPage();
 }

@@ -63,6 +63,19 @@ if (typeof window === 'undefined') {
     return manifest;
   }
 
+  /** @type {Promise<any>|null} */
+  let fetching = null;
+  /**
+   * The manifest, fetched once when none is known: the first visit's page was not
+   * served by this worker, whose files must still be stored as they stream in.
+   */
+  async function known() {
+    const site = await current();
+    if (site) return site;
+    fetching ??= refresh().finally(() => { fetching = null; });
+    return fetching;
+  }
+
   /**
    * The site's manifest from the network (a navigation's one request); offline or on
    * any failure, the stored one. A new manifest drops the old build's entries.
@@ -133,7 +146,7 @@ if (typeof window === 'undefined') {
   /** Every file of the manifest not stored yet, a few at a time. */
   async function precache() {
     // The first visit's page was not served by this worker: no manifest stored yet.
-    const site = (await current()) ?? (await refresh());
+    const site = await known();
     if (!site) return { stored: 0, total: 0 };
     const cache = await caches.open(CACHE);
     const todo = [];
@@ -192,7 +205,7 @@ if (typeof window === 'undefined') {
     } else if (url.search) {
       event.respondWith(fetch(request).then(isolated));
     } else {
-      event.respondWith(current().then((site) => serve(path, request, site, waitUntil)));
+      event.respondWith(known().then((site) => serve(path, request, site, waitUntil)));
     }
   });
 } else {
