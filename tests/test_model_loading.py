@@ -610,3 +610,28 @@ def test_a_blob_url_model_loads_and_is_not_cached(ortweb_page, small_ext):
     assert cached == []
     # Not even tried: Cache Storage refuses a blob: request (with a warning).
     assert not [line for line in ortweb_page.console if "could not keep" in line.text]
+
+
+@run_in_browser
+async def _recreated(ortweb_page, prefix, name, idx):
+    import js
+
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(
+        js.location.origin + prefix + name, providers=["wasm"], cache=False)
+    # What a failed GPU run does: the model and its data file are fetched again
+    # (they were not kept), and the new session replaces the old one.
+    await sess._recreate()
+    await sess._recreate()
+    (y,) = await sess.run_async(None, {"idx": idx})
+    sessions = ortweb.live_handles()["sessions"]
+    await sess.close_async()
+    return y, sessions
+
+
+@pytest.mark.browser
+def test_a_url_session_is_recreated_from_its_url(ortweb_page, served_small, small_ext):
+    y, sessions = _recreated(ortweb_page, served_small, small_ext.name, SMALL_IDX)
+    np.testing.assert_array_equal(y, _native(small_ext, SMALL_IDX))
+    assert sessions == 1
