@@ -1,7 +1,8 @@
 """The site's service worker (``ortweb-sw.js``) in real Chromium: an instant second
 visit (one request: the manifest), a visit with the network cut, a rebuilt site
 picked up on the next visit with the old build's entries removed, two pages of a
-site at once, and two sites on one origin kept apart."""
+site at once, two sites on one origin kept apart, and isolation (online and offline)
+on a host that sends no COOP/COEP."""
 
 from __future__ import annotations
 
@@ -166,3 +167,35 @@ def test_sites_on_one_origin_keep_apart(browser: Browser, tmp_path: Path) -> Non
                 keys = page.evaluate("""async (name) => (await (await caches.open(name)).keys())
                     .map((r) => r.url)""", f"ortweb-site {server.url}{name}/")
                 assert keys and all(k.startswith(f"{server.url}{name}/") for k in keys)
+
+
+def test_isolated_offline_on_a_host_without_headers(browser: Browser, tmp_path: Path) -> None:
+    # The host sends no COOP/COEP: the service worker adds them (one reload), and its
+    # stored files keep them, so an offline visit is isolated too.
+    from playwright.sync_api import Error as PlaywrightError
+
+    site = _build(tmp_path / "in", tmp_path / "site", 1)
+    with StaticServer(site, isolation=False) as server, SiteContext(browser, server.url) as ctx:
+        page = ctx.open(server.url, wait=False)
+        for _ in range(240):
+            try:
+                state = page.evaluate("() => document.documentElement.dataset.ortweb ?? ''")
+            except PlaywrightError:  # the reload
+                state = ""
+            if state in ("ready", "failed"):
+                break
+            page.page.wait_for_timeout(500)
+        page.wait_ready()
+        assert page.evaluate("() => [crossOriginIsolated, window.ortweb.controlled]") == [
+            True, True]
+        stored = page.evaluate("() => window.ortweb.offline")
+        assert stored["stored"] == stored["total"] > 0
+        page.close()
+        ctx.context.set_offline(True)
+        try:
+            with ctx.open(server.url) as offline:
+                assert offline.requests == []
+                assert "VERSION 1" in offline.output()
+                assert offline.evaluate("() => crossOriginIsolated") is True
+        finally:
+            ctx.context.set_offline(False)
