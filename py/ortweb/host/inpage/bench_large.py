@@ -37,4 +37,10 @@ async def bench_large_load(source, provider, prefix, cache=True):
     return json.dumps(out)
 
 
+async def bench_large_cache_settled():
+    """Wait for Cache Storage writes under way (cache_info waits for them)."""
+    await ortweb.cache_info_async()
+    return json.dumps(True)
+
+
 json.dumps(True)
