@@ -86,7 +86,7 @@ def _first_visit(ctx: SiteContext, url: str, site: Path) -> None:
     with ctx.open(url) as first:
         offline = first.evaluate("() => window.ortweb.offline")
         files = _manifest(site)["files"]
-        assert offline == {"stored": len(files), "total": len(files)}, offline
+        assert offline == {"stored": len(files), "total": len(files), "unstored": 0}, offline
         assert not first.errors
 
 

@@ -278,8 +278,9 @@ async function awaitController() {
 /**
  * Once the page is ready: have the service worker store the files of the manifest it
  * has not stored yet (those this visit did not need), for an offline visit.
- * Resolves to `{stored, total}` files, or null without a service worker.
- * @returns {Promise<{stored: number, total: number}|null>}
+ * Resolves to `{stored, total, unstored}` files (`unstored`: over the worker's size
+ * limit), or null without a service worker.
+ * @returns {Promise<{stored: number, total: number, unstored: number}|null>}
  */
 async function makeOffline() {
   const sw = navigator.serviceWorker;
@@ -291,7 +292,8 @@ async function makeOffline() {
     sw.addEventListener('message', function answer(event) {
       if (event.data?.type !== 'precached') return;
       sw.removeEventListener('message', answer);
-      resolve(event.data.error ? null : { stored: event.data.stored, total: event.data.total });
+      resolve(event.data.error ? null
+        : { stored: event.data.stored, total: event.data.total, unstored: event.data.unstored });
     });
     active.postMessage({ type: 'precache' });
   });

@@ -204,8 +204,9 @@ export function createLoader(config, base, hooks, options = {}) {
 
   /** @returns {Promise<Cache|null>} */
   async function openCache() {
-    // Under the site's service worker the model is in its cache, with every file.
-    if (options.controlled) return null;
+    // Under the site's service worker the model is in its cache, with every file, unless
+    // it is over the worker's limit (ortweb-sw.js STORE_LIMIT, the same 256 MiB).
+    if (options.controlled && config.model.size <= 256 * 1024 * 1024) return null;
     try {
       // Named per site: sites on one origin do not share entries.
       return globalThis.caches ? await caches.open(`${config.cacheName} ${new URL('.', base).href}`) : null;

@@ -28,6 +28,13 @@ if (typeof window === 'undefined') {
 
   /** @type {any} */
   let manifest = null;
+  /**
+   * Files over this size pass through unstored: checking one takes it whole into this
+   * worker's memory, and Chromium refuses a stored body of some hundreds of MB made
+   * from one buffer. The page keeps such a model in a cache of its own (loader.js,
+   * the same limit).
+   */
+  const STORE_LIMIT = 256 * 1024 * 1024;
 
   /** @param {string} path @param {string} sha256 */
   const keyOf = (path, sha256) => `${new URL(path, SCOPE).href}?ortweb-sha256=${sha256}`;
@@ -136,7 +143,7 @@ if (typeof window === 'undefined') {
    */
   async function serve(path, request, site, waitUntil) {
     const entry = site?.files?.[path];
-    if (!entry) return isolated(await fetch(request));
+    if (!entry || entry.size > STORE_LIMIT) return isolated(await fetch(request));
     const hit = await (await caches.open(CACHE)).match(keyOf(path, entry.sha256));
     // Straight from Cache Storage: the browser may keep compiled wasm beside it.
     if (hit) return hit;
@@ -150,7 +157,8 @@ if (typeof window === 'undefined') {
     if (!site) return { stored: 0, total: 0 };
     const cache = await caches.open(CACHE);
     const todo = [];
-    for (const [path, entry] of Object.entries(site.files)) {
+    const storable = Object.entries(site.files).filter(([, entry]) => /** @type {any} */ (entry).size <= STORE_LIMIT);
+    for (const [path, entry] of storable) {
       if (!await cache.match(keyOf(path, /** @type {any} */ (entry).sha256))) todo.push([path, entry]);
     }
     /** @type {Promise<any>[]} */
@@ -170,10 +178,10 @@ if (typeof window === 'undefined') {
     await Promise.all(lanes);
     await Promise.all(pending);
     let stored = 0;
-    for (const [path, entry] of Object.entries(site.files)) {
+    for (const [path, entry] of storable) {
       if (await cache.match(keyOf(path, /** @type {any} */ (entry).sha256))) stored += 1;
     }
-    return { stored, total: Object.keys(site.files).length };
+    return { stored, total: storable.length, unstored: Object.keys(site.files).length - storable.length };
   }
 
   sw.addEventListener('install', () => sw.skipWaiting());
