@@ -211,6 +211,36 @@ def test_a_300_mib_model_by_path_is_read_once_outside_pythons_heap(ortweb_page, 
     np.testing.assert_array_equal(y, _native(big, IDX))
 
 
+@run_in_browser
+async def _fs_buffer(ortweb_page, path, data):
+    import js
+    import pyodide_js
+
+    from ortweb import _bridge
+
+    with open(path, "wb") as f:
+        f.write(data)
+    try:
+        buffer = _bridge.read_fs_file(path)
+        node = pyodide_js.FS.lookupPath(path).node
+        shared = bool(js.Object.is_(buffer.js.buffer, node.contents.buffer))
+        return buffer.nbytes, buffer.read(0, buffer.nbytes), shared
+    finally:
+        import os
+
+        os.remove(path)
+
+
+@pytest.mark.browser
+def test_a_file_in_memfs_is_given_as_a_view_not_a_copy(ortweb_page):
+    # FS.readFile copied the whole file (a gigabyte more at the peak for a 1 GiB model
+    # loaded by path); MEMFS keeps it in a Uint8Array already.
+    data = bytes(range(256)) * 1000 + b"end"
+    nbytes, read, shared = _fs_buffer(ortweb_page, "/tmp/view.bin", data)
+    assert (nbytes, read) == (len(data), data)
+    assert shared, "the buffer is a copy of the file, not a view on its bytes"
+
+
 # -- servers that misbehave -------------------------------------------------------------
 
 
