@@ -114,7 +114,8 @@ def set_num_threads(n: int) -> int:
                 "cross-origin isolated, so onnxruntime-web runs 1 thread. Serve the page "
                 "with the headers 'Cross-Origin-Opener-Policy: same-origin' and "
                 "'Cross-Origin-Embedder-Policy: require-corp' (`ortweb serve` does), or "
-                "use the coi-serviceworker fallback on hosts that cannot send headers",
+                "build the page with `ortweb site`, whose service worker gives isolation on "
+                "hosts that cannot send headers",
                 RuntimeWarning, stacklevel=2,
             )
         return 1
