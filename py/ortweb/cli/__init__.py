@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..host.errors import HostError
+from ..host.errors import BrowserError, HostError
 
 __all__ = ["main"]
 
@@ -59,6 +59,8 @@ def _dim(text: str) -> tuple[str, int]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ._endpoints import add_endpoint_argument
+
     parser = argparse.ArgumentParser(
         prog="ortweb", description="Run ONNX models from Python in the browser."
     )
@@ -85,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="a progress bar on stderr while a model (with its data files) of "
                           "4 MB or more loads (default: when stderr is a terminal)")
+    add_endpoint_argument(run)
 
     ex = sub.add_parser("exec", help="run a Python script inside Pyodide with ortweb")
     ex.add_argument("script", type=Path)
@@ -106,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
                          "runs, one a line")
     ex.add_argument("--webgpu-build", choices=["native", "jsep"], default="native",
                      help="ORT-web WebGPU build: native C++ EP (default) or JSEP")
+    add_endpoint_argument(ex)
 
     site = sub.add_parser("site", help="write a static web site that runs a script on a model")
     from ._site import add_site_arguments
@@ -119,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--serve", action="store_true", help="then serve it for a person")
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=8000)
+    add_endpoint_argument(demo)
 
     from ._lite import add_parser as add_lite_parser
 
@@ -226,5 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"ortweb {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrowserError as exc:  # a browser that cannot be launched or reached, named
+        print(f"ortweb {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     parser.error(f"unknown command {args.command}")
     return 2

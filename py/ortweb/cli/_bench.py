@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..host.bench import SECTIONS, Plan, render_table, run_bench, write_outputs
 from ..host.browser import open_runtime
+from ._endpoints import add_endpoint_argument, endpoints, say_dropped
 
 __all__ = ["add_parser", "cmd_bench"]
 
@@ -23,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        help="write the Markdown table here")
     bench.add_argument("--sections", default=",".join(SECTIONS),
                        help=f"comma-separated subset of {','.join(SECTIONS)} (default: all)")
+    add_endpoint_argument(bench)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -36,7 +38,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     command += f" --json {args.json}" if args.json else ""
     command += f" --markdown {args.markdown}" if args.markdown else ""
     command += f" --sections {','.join(sections)}" if tuple(sections) != SECTIONS else ""
-    with open_runtime(args.browser) as runtime:
+    with open_runtime(args.browser, endpoints=endpoints(args), log=say_dropped) as runtime:
         result = run_bench(runtime, Plan.quick() if args.quick else Plan(), sections,
                            command=command)
     print(render_table(result))

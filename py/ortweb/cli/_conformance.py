@@ -54,6 +54,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="ORT-web WebGPU build: native C++ EP (default) or JSEP")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="list every non-passing case, not only unexpected failures")
+    from ._endpoints import add_endpoint_argument
+
+    add_endpoint_argument(p)  # --jobs N spreads the pages over the pool, round robin
     return p
 
 
@@ -112,9 +115,16 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             return float(args.case_timeout)
         return 120.0 if ep == "wasm" else 600.0
 
-    with open_runtime(args.browser) as runtime:
+    from ..host.browser import where_line
+    from ._endpoints import endpoints
+
+    pool = endpoints(args)
+    with open_runtime(args.browser, endpoints=pool,
+                      log=lambda line: print(f"  {line}", flush=True)) as runtime:
+        for slot in range(min(args.jobs, max(1, len(pool)))):
+            print(f"  browser: {where_line(runtime.where(slot))}", flush=True)
         results = run_conformance(
-            runtime, cases, eps, jobs=args.jobs, case_timeout=timeout,
+            runtime, cases, eps, jobs=args.jobs, batch_size=args.batch_size, case_timeout=timeout,
             webgpu_build=args.webgpu_build, known=known.lookup,
             log=lambda line: print(line, flush=True),
         )
@@ -145,7 +155,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         lines.append(f"conformance {'+'.join(suites)} {ep}: took {seconds:.1f} s "
                      f"({len(ep_results)} cases, jobs {args.jobs})")
 
-    stale = known.stale(cases, eps, failing)
+    wheres = {(r.case.id, ep): r.where for ep in eps for r in results[ep][0]}
+    stale = known.stale(cases, eps, failing, wheres)
     for item in stale:
         print(f"note: {item} is in {known_path.name} but did not fail: remove it")
     for line in lines:
@@ -175,6 +186,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             "summary": lines,
             "ortweb": __version__,
             "chromium": browser_version,
+            "browser_endpoints": [e.text for e in pool] or ["local"],
             "host": platform.platform(),
             "known_failures_file": str(known_path),
         }

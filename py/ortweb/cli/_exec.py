@@ -63,7 +63,10 @@ def cmd_exec(args: argparse.Namespace) -> int:
     except PackageError as exc:
         print(f"ortweb exec: error: {exc}\n(nothing of {args.script.name} ran)", file=sys.stderr)
         return 1
-    with open_runtime(args.browser) as runtime, runtime.shared_folder() as (folder, prefix):
+    from ._endpoints import endpoints, say_dropped
+
+    with open_runtime(args.browser, endpoints=endpoints(args), log=say_dropped) as runtime, \
+            runtime.shared_folder() as (folder, prefix):
         for path in [args.script, *args.file]:
             shutil.copyfile(path, folder / path.name)
         with runtime.new_page(

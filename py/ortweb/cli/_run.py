@@ -166,18 +166,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"model file {args.model} not found")
     if args.inputs is not None and not args.inputs.is_file():
         raise UsageError(f"inputs file {args.inputs} not found")
+    from ..host.browser import where_line
+    from ._endpoints import endpoints, say_dropped
+
     bar = ProgressBar()
-    with open_runtime(args.browser) as runtime, runtime.new_page(
-        webgpu_build=args.webgpu_build, on_output=bar.on_output
-    ) as page:
+    with open_runtime(args.browser, endpoints=endpoints(args), log=say_dropped) as runtime, \
+            runtime.new_page(webgpu_build=args.webgpu_build, on_output=bar.on_output) as page:
         run = _execute(runtime, page, args.model, args, args.providers)
         blocked = page.blocked_requests
+        where = runtime.where()
     if args.outputs is not None and not run.error:
         save_npz(args.outputs, run.outputs)
     if args.json:
-        print(json.dumps({**run.as_dict(), "blocked_requests": blocked}, indent=2))
+        print(json.dumps({**run.as_dict(), "blocked_requests": blocked, "browser": where},
+                         indent=2))
     else:
         _print_run(run)
+        print(f"browser: {where_line(where)}")
     if blocked:
         print(f"error: the page tried to reach {blocked}", file=sys.stderr)
         return 1

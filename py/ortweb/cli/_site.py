@@ -72,7 +72,6 @@ def _row(values: list[float] | np.ndarray) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build the digits demo site, check it headless, print what was found; serve it."""
-    from ..host.browser import Browser
     from ..host.build.assets import find_assets
     from ..host.build.site import SiteError
     from ..host.demo import build_demo_site, check_demo, digits_model, serve_site
@@ -98,11 +97,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     say(f"  the same site with --main-thread: {sites['main-thread']}")
     ok = True
     if not args.no_check:
+        from ..host.browser import BrowserPool, where_line
+        from ._endpoints import endpoints, say_dropped
+
         checks = {}
-        with Browser(args.browser) as browser:
+        with BrowserPool(endpoints(args), executable=args.browser, log=say_dropped) as pool:
+            browser = pool.browser(0)
+            where = pool.where(browser)
             for mode, folder in sites.items():
                 with serve_site(folder) as served:
-                    say(f"  [{mode}] checking it in headless Chromium {browser.version} through "
+                    say(f"  [{mode}] checking it in headless {where_line(where)} through "
                         f"`ortweb serve` at {served.url}")
                     shot = work / ("screenshot.png" if mode == "worker"
                                    else f"screenshot-{mode}.png")
@@ -112,7 +116,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     _print_check(checks[mode], model)
         ok = all(c.ok and c.mode == mode for mode, c in checks.items())
         if args.json:
-            print(json.dumps({mode: _check_json(c) for mode, c in checks.items()}, indent=2))
+            print(json.dumps({mode: {**_check_json(c), "browser": where}
+                              for mode, c in checks.items()}, indent=2))
         print(f"demo: {'OK' if ok else 'FAILED'}: " + "; ".join(
             f"{mode}: outputs match native onnxruntime on "
             + ", ".join(f"{p.requested}={'skipped' if p.skipped else 'yes' if p.ok else 'NO'}"

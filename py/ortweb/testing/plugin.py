@@ -3,13 +3,18 @@
 Everything here is lazy: a test run that asks for none of these fixtures starts
 no browser and imports no Playwright. Under pytest-xdist each worker is its own
 session, so each gets its own server (on a free port) and its own browser.
+
+With ``--ortweb-browser-endpoint`` (or ``$ORTWEB_BROWSER_ENDPOINT``) the browsers
+run elsewhere: worker ``gwN`` takes endpoint ``N % len(pool)`` (round robin),
+and one that goes away is replaced by the next that answers. The header names
+the browser and its WebGPU adapter, and so does every test's report.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +24,7 @@ import pytest
 from ._page import ModulePage, OrtwebPage
 
 if TYPE_CHECKING:
-    from ..host.browser import Browser, Runtime
+    from ..host.browser import Browser, BrowserPool, Runtime
     from ..host.build.assets import Assets
     from ..host.serve import StaticServer
 
@@ -38,6 +43,10 @@ _ALL_PROVIDERS = ("webgpu", "wasm")
 _DEFAULT_TIMEOUT = 300.0
 _PAGE_KEY = pytest.StashKey[OrtwebPage]()
 _ARTIFACTS_KEY = pytest.StashKey[Path]()
+_POOL_KEY = pytest.StashKey["BrowserPool"]()
+_ENV_VAR = "ORTWEB_BROWSER_ENDPOINT"  # ortweb.host.browser.ENV_VAR, without importing it
+_ORTWEB_FIXTURES = ("ortweb_page", "ortweb_module_page", "ortweb_runtime", "ortweb_browser",
+                    "ortweb_webgpu", "ortweb_providers")
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,7 @@ class _Options:
     artifacts: Path | None
     packages: tuple[Path, ...]
     wheels: tuple[Path, ...]
+    endpoints: tuple[str, ...] = ()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +70,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ortweb-providers", metavar="EPS", default=None,
                     help="comma-separated EPs that tests asking for `ortweb_providers` run on "
                          "(default: webgpu,wasm; the webgpu runs skip when there is no adapter)")
+    group.addoption("--ortweb-browser-endpoint", action="append", default=[], metavar="URL",
+                    help="run in a browser elsewhere: a Playwright server (ws://…, from "
+                         "`playwright run-server`) or a Chromium's DevTools endpoint "
+                         "(http://HOST:PORT, ws://…/devtools/browser/…, a Selenium Grid 4 "
+                         "ws://GRID/session/ID/se/cdp); prefix pw+ or cdp+ to say which. "
+                         "Repeatable: a pool, xdist workers take them round robin (default: "
+                         "$ORTWEB_BROWSER_ENDPOINT, space- or comma-separated)")
     group.addoption("--ortweb-no-webgpu", action="store_true", default=False,
                     help="launch the browser without WebGPU (it then has no adapter)")
     group.addoption("--ortweb-webgpu-build", choices=("native", "jsep"), default="native",
@@ -92,6 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "ortweb_timeout(seconds): how long the test may spend in the browser "
                    "(ortweb.testing; default --ortweb-timeout)")
     _options(config)  # bad option values stop the run here, before any browser starts
+    config.pluginmanager.register(_BrowserSummary(), "ortweb-browser-summary")
     # pytest-playwright has its own `browser` fixture; never shadow it.
     others = ("playwright", "pytest_playwright")
     if not any(config.pluginmanager.hasplugin(name) for name in others):
@@ -126,6 +144,7 @@ def _options(config: pytest.Config) -> _Options:
     for wheel in wheels:
         if not wheel.is_file():
             raise pytest.UsageError(f"--ortweb-wheel / ortweb_wheels: {wheel} is not a file")
+    endpoints = _endpoints(config)
     return _Options(
         browser=config.getoption("ortweb_browser"),
         providers=providers,
@@ -136,7 +155,83 @@ def _options(config: pytest.Config) -> _Options:
         artifacts=Path(artifacts).resolve() if artifacts else None,
         packages=tuple(packages),
         wheels=tuple(wheels),
+        endpoints=endpoints,
     )
+
+
+def _endpoints(config: pytest.Config) -> tuple[str, ...]:
+    given = config.getoption("ortweb_browser_endpoint") or []
+    source = "--ortweb-browser-endpoint"
+    if not given and os.environ.get(_ENV_VAR, "").strip():
+        given, source = [os.environ[_ENV_VAR]], f"${_ENV_VAR}"
+    if not given:
+        return ()
+    from ..host.browser.endpoint import parse_endpoints
+    from ..host.errors import BrowserError
+
+    try:
+        return tuple(e.text for e in parse_endpoints(given))
+    except BrowserError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
+
+
+def _worker_number() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker[2:]) if worker[2:].isdigit() else 0
+
+
+def _pool(config: pytest.Config) -> BrowserPool:
+    """The session's browsers (made on first use, closed with the session)."""
+    pool = config.stash.get(_POOL_KEY, None)
+    if pool is None:
+        from ..host.browser import BrowserPool
+
+        options = _options(config)
+        pool = BrowserPool(options.endpoints, executable=options.browser,
+                           webgpu=options.webgpu, start=_worker_number())
+        config.stash[_POOL_KEY] = pool
+        config.add_cleanup(pool.close)
+    return pool
+
+
+def _where_line(config: pytest.Config) -> str:
+    from ..host.browser import where_line
+
+    pool = _pool(config)
+    return where_line(pool.where(pool.browser(0)))
+
+
+def pytest_report_collectionfinish(config: pytest.Config, start_path: Path,
+                                   items: Sequence[pytest.Item]) -> list[str]:
+    # Only when a test will open a page anyway: a run without any starts no browser.
+    uses = set(_ORTWEB_FIXTURES)
+    if config.option.collectonly or not any(uses & set(getattr(item, "fixturenames", ()))
+                                            for item in items):
+        return []
+    return [f"ortweb: {_where_line(config)}"]
+
+
+class _BrowserSummary:
+    """Under pytest-xdist the workers' headers are not shown: the tests' reports carry
+    where they ran, and the summary lists each worker's browser."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)  # set by xdist on reports from a worker
+        worker = getattr(getattr(node, "gateway", None), "id", None)
+        for name, value in report.user_properties:
+            if name == "ortweb_browser" and worker is not None:
+                self.seen[str(worker)] = str(value)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.seen:
+            terminalreporter.write_sep("-", "ortweb browsers")
+            for worker, line in sorted(self.seen.items()):
+                terminalreporter.write_line(f"ortweb: {worker}: {line}")
+
+
 
 
 @pytest.hookimpl(trylast=True)  # after @parametrize marks: the EP ends the id, test_x[2x3-wasm]
@@ -190,16 +285,10 @@ def ortweb_server(ortweb_assets: Assets) -> Iterator[StaticServer]:
 
 
 @pytest.fixture(scope="session")
-def ortweb_browser(request: pytest.FixtureRequest) -> Iterator[Browser]:
-    """Headless Chromium (``--ortweb-browser``), WebGPU on unless ``--ortweb-no-webgpu``."""
-    from ..host.browser import Browser
-
-    options = _options(request.config)
-    browser = Browser(options.browser, webgpu=options.webgpu)
-    try:
-        yield browser
-    finally:
-        browser.close()
+def ortweb_browser(request: pytest.FixtureRequest) -> Browser:
+    """Headless Chromium (``--ortweb-browser``), WebGPU on unless ``--ortweb-no-webgpu``;
+    or this worker's browser of ``--ortweb-browser-endpoint``'s pool."""
+    return _pool(request.config).browser(0)
 
 
 class _BrowserAlias:
@@ -210,12 +299,13 @@ class _BrowserAlias:
 
 
 @pytest.fixture(scope="session")
-def ortweb_runtime(ortweb_assets: Assets, ortweb_server: StaticServer,
-                   ortweb_browser: Browser) -> Runtime:
+def ortweb_runtime(request: pytest.FixtureRequest, ortweb_assets: Assets,
+                   ortweb_server: StaticServer, ortweb_browser: Browser) -> Runtime:
     """Server, browser and assets together; ``new_page()`` and ``shared_folder()``."""
     from ..host.browser import Runtime
 
-    return Runtime(ortweb_assets, ortweb_server, ortweb_browser)
+    # The pool, not the one browser: a remote browser that goes away is replaced.
+    return Runtime(ortweb_assets, ortweb_server, _pool(request.config))
 
 
 @pytest.fixture(scope="session")
@@ -292,6 +382,7 @@ def ortweb_page(request: pytest.FixtureRequest, ortweb_module_page: ModulePage,
                       timeout=_timeout(request, options), request=request)
     request.node.stash[_PAGE_KEY] = page
     request.node.stash[_ARTIFACTS_KEY] = _ortweb_artifacts
+    request.node.user_properties.append(("ortweb_browser", _where_line(request.config)))
     try:
         yield page
     finally:

@@ -59,8 +59,9 @@ def native_block(sess: Any, x: np.ndarray, k: int) -> float:
 
 def cold_plain(runtime: Runtime, query: str) -> dict[str, Any]:
     """``web/bench_plain.html?query`` in a fresh context: Pyodide or ORT-web alone."""
-    # No router: the anchor page loads as in a plain browser, with nothing in between.
-    context = runtime.browser.new_context()
+    # No router: the anchor page loads as in a plain browser, with nothing in between
+    # (a remote browser reaches the server only through one, so it gets one).
+    context = runtime.browser.new_context(origin=runtime.server.url)
     try:
         page = context.new_page()
         page.goto(runtime.server.url.rstrip("/") + "/bench_plain.html?" + query)

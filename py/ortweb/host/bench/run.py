@@ -106,6 +106,8 @@ def run_bench(
                     "machine": platform.machine(),
                     "load_avg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
         "browser": f"Chromium {runtime.browser.version}",
+        # Endpoint, browser and WebGPU adapter: a figure of SwiftShader is not one of a GPU.
+        "where": runtime.where(),
         "versions": _versions(runtime),
         "command": command,
         "sections": list(sections),

@@ -8,12 +8,16 @@ Every host tool that opens a browser goes through this package: ``ortweb run``,
 =============  ===========================================================================
 ``launch``     find the system's Chromium and launch it (quiet, offline, WebGPU flags);
                a fresh on-disk profile (:class:`Profile`)
-``route``      keep a browser context offline: only the local server (or a CDN mirror)
+``endpoint``   browsers elsewhere: a Playwright server or a DevTools (CDP) endpoint
+``pool``       the browsers of a run's slots, from endpoints (round robin, replaced)
+``where``      where pages run: endpoint, browser version, WebGPU adapter
+``route``      keep a browser context offline: only the local server (or a CDN mirror),
+               relayed from the host to a remote browser
 ``capture``    the console tag, Python's output, console messages and page errors
 ``page``       :class:`PyodidePage`: ``web/runner.html`` with Pyodide, numpy and ortweb
 ``runs``       Python runs the host does not wait inside: deadline, interrupt, hang
 ``keeper``     :class:`PageKeeper`: one page at a time, replaced when it dies
-``runtime``    :class:`Runtime`: the local server, the browser and shared folders
+``runtime``    :class:`Runtime`: the local server, the browsers and shared folders
 =============  ===========================================================================
 
 Errors are :class:`~ortweb.host.errors.HostError`\\ s (see :mod:`ortweb.host.errors`).
@@ -23,23 +27,29 @@ from __future__ import annotations
 
 from ..errors import BrowserError, PageFailure, PageUnresponsive, PythonFailure
 from .capture import TAG, ConsoleLine, PageLog
+from .endpoint import ENV_VAR, Endpoint, endpoints_from_env, parse_endpoint, parse_endpoints
 from .keeper import PageKeeper
 from .launch import BASE_FLAGS, WEBGPU_FLAGS, Browser, Profile, find_chromium
 from .page import PyodidePage
+from .pool import BrowserPool
 from .route import CdnMirror, OfflineRouter, cdn_mirror
 from .runs import GUARD_S, HARD_S
 from .runtime import Runtime, open_runtime
+from .where import adapter_text, where_line
 
 __all__ = [
     "BASE_FLAGS",
+    "ENV_VAR",
     "GUARD_S",
     "HARD_S",
     "TAG",
     "WEBGPU_FLAGS",
     "Browser",
     "BrowserError",
+    "BrowserPool",
     "CdnMirror",
     "ConsoleLine",
+    "Endpoint",
     "OfflineRouter",
     "PageFailure",
     "PageKeeper",
@@ -49,7 +59,12 @@ __all__ = [
     "PyodidePage",
     "PythonFailure",
     "Runtime",
+    "adapter_text",
     "cdn_mirror",
+    "endpoints_from_env",
     "find_chromium",
     "open_runtime",
+    "parse_endpoint",
+    "parse_endpoints",
+    "where_line",
 ]

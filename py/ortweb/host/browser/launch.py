@@ -1,4 +1,5 @@
-"""Launching the system's headless Chromium (never a downloaded one).
+"""Launching the system's headless Chromium (never a downloaded one), or connecting
+to one elsewhere (:mod:`.endpoint`).
 
 The flags keep it quiet and offline, and give real WebGPU on SwiftShader.
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BrowserError
+from .endpoint import Endpoint, connect, parse_endpoint
 from .route import OfflineRouter
 
 if TYPE_CHECKING:
@@ -66,29 +68,50 @@ class Browser:
     Parameters
     ----------
     executable : str, optional
-        Chromium binary (see :func:`find_chromium`).
+        Chromium binary (see :func:`find_chromium`); not used with ``endpoint``.
     webgpu : bool
         Launch with WebGPU enabled (SwiftShader). False gives a browser with no
         adapter, for fallback tests.
     playwright : optional
         A started Playwright to share (see :meth:`sibling`).
+    endpoint : str or Endpoint, optional
+        A browser elsewhere to connect to instead of launching one (see
+        :mod:`.endpoint`): every context it opens is relayed from the host.
+    connect_timeout : float
+        Seconds to connect to ``endpoint``.
+
+    Attributes
+    ----------
+    endpoint : Endpoint or None
+        Where the browser runs (None: launched here).
+    version : str
+        The browser's version.
     """
 
     def __init__(self, executable: str | None = None, webgpu: bool = True,
-                 *, playwright: Any = None):
+                 *, playwright: Any = None, endpoint: str | Endpoint | None = None,
+                 connect_timeout: float = 30.0):
         from playwright.sync_api import sync_playwright
 
-        self.executable = find_chromium(executable)
+        if isinstance(endpoint, str):
+            endpoint = parse_endpoint(endpoint)
+        self.executable = find_chromium(executable) if endpoint is None else ""
         self.webgpu = webgpu
+        self.endpoint: Endpoint | None = endpoint
+        self._connect_timeout = connect_timeout
         # One Playwright per thread: a second sync_playwright() in the same thread
         # fails, so browsers launched beside another share its instance.
         self._owns_pw = playwright is None
         self._pw = sync_playwright().start() if playwright is None else playwright
         try:
             args = [*BASE_FLAGS, *(WEBGPU_FLAGS if webgpu else ("--disable-gpu",))]
-            self._browser = self._pw.chromium.launch(
-                executable_path=self.executable, headless=True, args=args
-            )
+            if endpoint is None:
+                self._browser = self._pw.chromium.launch(
+                    executable_path=self.executable, headless=True, args=args
+                )
+            else:
+                self._browser, self.endpoint = connect(self._pw, endpoint, args,
+                                                       timeout=connect_timeout)
         except BaseException:
             if self._owns_pw:
                 self._pw.stop()
@@ -96,11 +119,39 @@ class Browser:
         self.version = self._browser.version
         self._closed = False
 
-    def sibling(self, webgpu: bool = True) -> Browser:
-        """Another Chromium (e.g. without WebGPU) sharing this one's Playwright."""
-        return Browser(self.executable, webgpu=webgpu, playwright=self._pw)
+    @property
+    def remote(self) -> bool:
+        """Whether the browser runs elsewhere (its contexts are relayed)."""
+        return self.endpoint is not None
 
-    def new_context(self, router: OfflineRouter | None = None) -> Any:
+    @property
+    def connected(self) -> bool:
+        """Whether the browser is still there (a remote one can go away)."""
+        return not self._closed and bool(self._browser.is_connected())
+
+    @property
+    def name(self) -> str:
+        """``chromium 156.0.… @ ws://…`` (``@ local`` when launched here)."""
+        where = self.endpoint.text if self.endpoint is not None else "local"
+        return f"chromium {self.version} @ {where}"
+
+    def sibling(self, webgpu: bool = True) -> Browser:
+        """Another Chromium (e.g. without WebGPU) sharing this one's Playwright.
+
+        Raises
+        ------
+        BrowserError
+            For a DevTools endpoint: its one browser cannot be launched again
+            with other flags.
+        """
+        if self.endpoint is not None and self.endpoint.kind == "cdp":
+            raise BrowserError(f"browser endpoint {self.endpoint.text} is a running browser "
+                               "(DevTools): it has no sibling with other flags")
+        return Browser(self.executable or None, webgpu=webgpu, playwright=self._pw,
+                       endpoint=self.endpoint, connect_timeout=self._connect_timeout)
+
+    def new_context(self, router: OfflineRouter | None = None, *,
+                    origin: str | None = None) -> Any:
         """A Playwright browser context (own cache and storage).
 
         Parameters
@@ -108,8 +159,19 @@ class Browser:
         router : OfflineRouter, optional
             Sees every request of the context and refuses those that leave the
             local server. Without it nothing is checked (a page that must be
-            timed without the router's round trips).
+            timed without the router's round trips), except on a remote
+            browser, which reaches the local server only through a router
+            (one is made, refusing what leaves ``origin``).
+        origin : str, optional
+            The local server's URL, for the router a remote browser gets when
+            none is given.
         """
+        if router is None and self.remote and origin is not None:
+            from .capture import PageLog
+
+            router = OfflineRouter(origin, PageLog())
+        if router is not None and self.remote:
+            router.relay = True
         context = self._browser.new_context()
         if router is not None:
             try:

@@ -5,10 +5,17 @@ the local server's origin (and ``data:``/``blob:`` URLs) go through; any other
 is refused and listed, so callers can assert that nothing left 127.0.0.1 —
 unless a CDN mirror answers it from local files (to check ``--assets cdn``
 sites without the network).
+
+For a browser elsewhere (:mod:`.endpoint`), the router also *relays*: the local
+server's responses are fetched here, on the host, and handed to the browser
+with ``route.fulfill``, so the remote browser never connects to the host (its
+URLs stay ``http://127.0.0.1:PORT/…``, a secure context, with the server's
+COOP/COEP headers).
 """
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +24,14 @@ from urllib.parse import urlsplit
 from ..serve import content_type_for
 from .capture import PageLog
 
-__all__ = ["CdnMirror", "OfflineRouter", "cdn_mirror"]
+__all__ = ["CdnMirror", "OfflineRouter", "cdn_mirror", "fetch_from_host"]
+
+#: Request headers passed on to the local server when relaying (others are the
+#: browser's own business, or would make the server answer 304 to a browser
+#: whose cache Playwright turns off while it routes).
+_RELAYED_REQUEST_HEADERS = ("range", "accept")
+#: Response headers never handed back (hop-by-hop; the body is whole).
+_HOP_BY_HOP = ("connection", "keep-alive", "transfer-encoding")
 
 #: A CDN stand-in: absolute URL → local file to answer with, or None (refused).
 CdnMirror = Callable[[str], Path | None]
@@ -65,12 +79,22 @@ class OfflineRouter:
     tamper : callable, optional
         ``tamper(url, body) -> body``: changes what the CDN mirror answers (to
         check that the page refuses it).
+    relay : bool
+        Answer the local server's requests from here (a remote browser, which
+        cannot reach the host); :meth:`~.launch.Browser.new_context` sets it.
+
+    Attributes
+    ----------
+    relayed_bytes : int
+        Bytes of response bodies relayed so far.
     """
 
     def __init__(self, origin: str, log: PageLog, *, cdn: CdnMirror | None = None,
-                 tamper: Callable[[str, bytes], bytes] | None = None):
+                 tamper: Callable[[str, bytes], bytes] | None = None, relay: bool = False):
         self.origin = origin_of(origin)
         self.log = log
+        self.relay = relay
+        self.relayed_bytes = 0
         self._cdn = cdn
         self._tamper = tamper
 
@@ -82,7 +106,13 @@ class OfflineRouter:
         url = route.request.url
         self.log.requests.append(url)
         if self.allows(url):
-            route.continue_()
+            if self.relay and not url.startswith(("data:", "blob:")):
+                status, headers, body = fetch_from_host(
+                    url, route.request.method, route.request.headers)
+                self.relayed_bytes += len(body)
+                route.fulfill(status=status, headers=headers, body=body)
+            else:
+                route.continue_()
             return
         local = self._cdn(url) if self._cdn is not None else None
         if local is None:
@@ -98,3 +128,20 @@ class OfflineRouter:
             "Access-Control-Allow-Origin": "*",
             "Cross-Origin-Resource-Policy": "cross-origin",
         })
+
+
+def fetch_from_host(url: str, method: str = "GET", headers: Mapping[str, str] | None = None,
+                    timeout: float = 120.0) -> tuple[int, dict[str, str], bytes]:
+    """``url`` (on a server of this host) fetched here: status, headers and body."""
+    parts = urlsplit(url)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    sent = {k: v for k, v in (headers or {}).items() if k.lower() in _RELAYED_REQUEST_HEADERS}
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    try:
+        conn.request(method, path or "/", headers=sent)
+        response = conn.getresponse()
+        body = response.read()
+        kept = {k: v for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP}
+        return response.status, kept, body
+    finally:
+        conn.close()

@@ -1,33 +1,70 @@
-"""The local server with ortweb's assets and a browser, together."""
+"""The local server with ortweb's assets and the browsers of a run, together."""
 
 from __future__ import annotations
 
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..build.assets import Assets, find_assets
 from ..serve import StaticServer
+from .endpoint import Endpoint
 from .launch import Browser
 from .page import PyodidePage
+from .pool import BrowserPool
 
 __all__ = ["Runtime", "open_runtime"]
 
 
 class Runtime:
-    """A local server with ortweb's assets, a browser, and a way to share files."""
+    """A local server with ortweb's assets, browsers, and a way to share files.
 
-    def __init__(self, assets: Assets, server: StaticServer, browser: Browser):
+    Parameters
+    ----------
+    assets : Assets
+    server : StaticServer
+    browser : Browser or BrowserPool
+        One browser, or a pool whose slots (:meth:`new_page`'s ``slot``) get
+        their own, replaced when they go away.
+    """
+
+    def __init__(self, assets: Assets, server: StaticServer, browser: Browser | BrowserPool):
         self.assets = assets
         self.server = server
-        self.browser = browser
+        self.pool = browser if isinstance(browser, BrowserPool) else None
+        self._browser = browser if isinstance(browser, Browser) else None
+        self._where: dict[str, Any] | None = None
 
-    def new_page(self, **kw: Any) -> PyodidePage:
-        """A :class:`~.page.PyodidePage` on the server (keywords as there)."""
-        return self.browser.new_page(self.server.url, **kw)
+    @property
+    def browser(self) -> Browser:
+        """The browser of slot 0 (connected again if it went away)."""
+        return self.browser_for(0)
+
+    def browser_for(self, slot: int) -> Browser:
+        """The browser of ``slot`` (see :class:`~.pool.BrowserPool`)."""
+        if self.pool is not None:
+            return self.pool.browser(slot)
+        assert self._browser is not None
+        return self._browser
+
+    def new_page(self, slot: int = 0, **kw: Any) -> PyodidePage:
+        """A :class:`~.page.PyodidePage` on the server, in ``slot``'s browser (keywords
+        as there)."""
+        return self.browser_for(slot).new_page(self.server.url, **kw)
+
+    def where(self, slot: int = 0) -> dict[str, Any]:
+        """Where ``slot``'s pages run: endpoint, browser, WebGPU adapter (:mod:`.where`)."""
+        browser = self.browser_for(slot)
+        if self.pool is not None:
+            return self.pool.where(browser)
+        from .where import probe
+
+        if self._where is None:
+            self._where = probe(browser)
+        return self._where
 
     @contextmanager
     def shared_folder(self) -> Iterator[tuple[Path, str]]:
@@ -42,8 +79,17 @@ class Runtime:
 
 
 @contextmanager
-def open_runtime(executable: str | None = None, webgpu: bool = True) -> Iterator[Runtime]:
-    """Start a loopback server with ortweb's assets and a headless Chromium."""
+def open_runtime(executable: str | None = None, webgpu: bool = True,
+                 endpoints: Sequence[str | Endpoint] = (),
+                 log: Any = None) -> Iterator[Runtime]:
+    """Start a loopback server with ortweb's assets and a headless Chromium, or the
+    browsers of ``endpoints`` (a pool; see :class:`~.pool.BrowserPool`).
+
+    The first browser is connected before this returns, so that a bad endpoint
+    fails here, named.
+    """
     assets = find_assets()
-    with StaticServer(assets.mounts()) as server, Browser(executable, webgpu=webgpu) as browser:
-        yield Runtime(assets, server, browser)
+    with StaticServer(assets.mounts()) as server, \
+            BrowserPool(endpoints, executable=executable, webgpu=webgpu, log=log) as pool:
+        pool.browser(0)
+        yield Runtime(assets, server, pool)

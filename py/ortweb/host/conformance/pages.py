@@ -25,10 +25,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..browser import PageFailure, PageKeeper, PyodidePage, Runtime
+from ..browser import BrowserError, PageFailure, PageKeeper, PyodidePage, Runtime
 from .cases import Case
 from .classify import Outcome
 
@@ -78,11 +79,17 @@ def _from_storable(value: np.ndarray) -> np.ndarray:
 
 @dataclass
 class _Slot:
-    """One page (replaced when it dies) and the batch it is running."""
+    """One page (replaced when it dies) and the batch it is running.
+
+    Slot ``index`` takes its browser from the runtime's pool (round robin over
+    the endpoints); ``where`` names that browser and its adapter.
+    """
 
     keeper: PageKeeper
     folder: Path
     prefix: str
+    index: int = 0
+    where: dict[str, Any] | None = None
     tag: str = ""
     batch: list[Case] = field(default_factory=list)
     run: int = -1
@@ -120,7 +127,7 @@ class _BrowserRun:
         self.source = _inpage_source()
         self.results: dict[str, Outcome] = {}
         self.stack = ExitStack()
-        self.slots = [self._slot() for _ in range(max(1, jobs))]
+        self.slots = [self._slot(i) for i in range(max(1, jobs))]
 
     @property
     def pages(self) -> int:
@@ -129,10 +136,11 @@ class _BrowserRun:
 
     # -- pages --------------------------------------------------------------------
 
-    def _slot(self) -> _Slot:
+    def _slot(self, index: int) -> _Slot:
         folder, prefix = self.stack.enter_context(self.runtime.shared_folder())
         slot = _Slot(PageKeeper(lambda: self._boot(slot), attempts=_BOOT_ATTEMPTS,
-                                log=lambda line: self.log(f"  {line}")), folder, prefix)
+                                log=lambda line: self.log(f"  {line}")), folder, prefix,
+                     index=index)
         return slot
 
     def _boot(self, slot: _Slot) -> PyodidePage:
@@ -146,7 +154,15 @@ class _BrowserRun:
             slot.running = _SAVING if what == "saving" else int(what[len("start "):])
             slot.last_progress = time.monotonic()
 
-        page = self.runtime.new_page(on_output=on_output, webgpu_build=self.webgpu_build)
+        from playwright.sync_api import Error as PlaywrightError
+
+        try:
+            # A browser elsewhere that went away is replaced from the pool here.
+            slot.where = self.runtime.where(slot.index)
+            page = self.runtime.new_page(slot.index, on_output=on_output,
+                                         webgpu_build=self.webgpu_build)
+        except PlaywrightError as exc:  # the browser went away meanwhile: tried again
+            raise BrowserError(f"a page failed to open: {exc}") from None
         if self.on_page is not None:
             self.on_page(page)
         return page
@@ -201,6 +217,7 @@ class _BrowserRun:
             case = batch[record["index"]]
             details = {k: record[k] for k in ("provider", "create_ms", "run_ms", "reasons")
                        if k in record}
+            details["browser"] = slot.where
             if "error" in record:
                 self.results[case.id] = Outcome(error=record["error"],
                                                 error_type=record.get("error_type", ""),
@@ -229,10 +246,18 @@ class _BrowserRun:
             return [[c] for c in batch]
         culprit = slot.running if 0 <= slot.running < len(batch) else 0
         case = batch[culprit]
-        self.results[case.id] = Outcome(error=message, error_type=PageFailure.__name__)
+        self.results[case.id] = Outcome(error=message, error_type=PageFailure.__name__,
+                                        details={"browser": slot.where})
         self.log(f"  {case.id} [{self.ep}]: {message}; continuing in a new page")
         rest = batch[:culprit] + batch[culprit + 1:]
         return [rest] if rest else []
+
+    def _crash_message(self, slot: _Slot) -> str:
+        pool = self.runtime.pool
+        where = (slot.where or {}).get("endpoint", "local")
+        if where != "local" and pool is not None and not pool.connected(slot.index):
+            return f"the page crashed: its browser at {where} went away"
+        return "the page crashed"
 
     def _pump(self, ms: int) -> None:
         # Any live page will do: waiting on one delivers the events of all.
@@ -257,7 +282,7 @@ class _BrowserRun:
                         continue
                     again: list[list[Case]] = []
                     if slot.crashed:
-                        again = self._lost(slot, slot.batch, "the page crashed")
+                        again = self._lost(slot, slot.batch, self._crash_message(slot))
                     elif slot.page is not None and slot.page.runs.finished(slot.run):
                         again = self._finish(slot)
                     elif now - slot.last_progress > self.case_timeout:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..browser.where import adapter_text
 from .cases import Case
 from .classify import Status
 
@@ -55,6 +56,10 @@ class KnownFailure:
         ``'upstream'`` (ORT-web) or ``'ortweb'``.
     upstream : str
         The upstream issue, e.g. ``'microsoft/onnxruntime#12345'``, when there is one.
+    adapter : str
+        When set, the entry holds only where the case ran on a WebGPU adapter whose
+        vendor, architecture, device or description contains it (case-insensitive),
+        e.g. ``'swiftshader'``: a SwiftShader-only failure is not excused on a real GPU.
     """
 
     suite: str
@@ -64,10 +69,16 @@ class KnownFailure:
     upstream: str = ""
     cases: list[str] = field(default_factory=list)
     pattern: str = ""
+    adapter: str = ""
     matched: set[str] = field(default_factory=set)
 
-    def matches(self, case: Case, ep: str) -> bool:
+    def matches(self, case: Case, ep: str, where: dict[str, Any] | None = None) -> bool:
+        """Whether the entry lists ``case`` on ``ep``, run where ``where`` says
+        (:mod:`ortweb.host.browser.where`; None: unknown, and an adapter-scoped
+        entry does not hold)."""
         if self.suite not in ("*", case.suite) or self.ep not in ("*", ep):
+            return False
+        if self.adapter and self.adapter.lower() not in adapter_text(where).lower():
             return False
         return case.name in self.cases or bool(
             self.pattern and re.fullmatch(self.pattern, case.name)
@@ -75,6 +86,8 @@ class KnownFailure:
 
     def describe(self) -> str:
         text = f"{self.owner}: {self.reason}"
+        if self.adapter:
+            text += f" [adapter {self.adapter}]"
         return f"{text} ({self.upstream})" if self.upstream else text
 
 
@@ -93,7 +106,7 @@ class KnownFailures:
         entries = []
         for i, raw in enumerate(data.get("fail", [])):
             unknown = set(raw) - {"suite", "ep", "cases", "pattern", "reason", "owner",
-                                  "upstream"}
+                                  "upstream", "adapter"}
             if unknown or "reason" not in raw or not (raw.get("cases") or raw.get("pattern")):
                 raise ValueError(
                     f"{path}: [[fail]] #{i + 1} needs 'reason' and 'cases' or 'pattern'"
@@ -105,25 +118,29 @@ class KnownFailures:
                 suite=raw.get("suite", "*"), ep=raw.get("ep", "*"), reason=raw["reason"],
                 owner=raw.get("owner", "upstream"), upstream=raw.get("upstream", ""),
                 cases=list(raw.get("cases", [])), pattern=raw.get("pattern", ""),
+                adapter=str(raw.get("adapter", "")),
             ))
         return cls(entries)
 
-    def lookup(self, case: Case, ep: str) -> str | None:
-        """The reason ``case`` fails on ``ep``, when listed."""
+    def lookup(self, case: Case, ep: str, where: dict[str, Any] | None = None) -> str | None:
+        """The reason ``case`` fails on ``ep`` (run where ``where`` says), when listed."""
         for entry in self.entries:
-            if entry.matches(case, ep):
+            if entry.matches(case, ep, where):
                 entry.matched.add(f"{case.id} [{ep}]")
                 return entry.describe()
         return None
 
     def stale(self, cases: Sequence[Case], eps: Sequence[str],
-              failing: set[tuple[str, str]]) -> list[str]:
-        """Listed cases among ``cases`` × ``eps`` that no longer fail (``failing``: id, ep)."""
+              failing: set[tuple[str, str]],
+              wheres: dict[tuple[str, str], Any] | None = None) -> list[str]:
+        """Listed cases among ``cases`` × ``eps`` that no longer fail (``failing``: id, ep;
+        ``wheres``: (id, ep) → where it ran, for adapter-scoped entries)."""
         out = []
         for case in cases:
             for ep in eps:
+                where = (wheres or {}).get((case.id, ep))
                 for entry in self.entries:
-                    if entry.matches(case, ep) and (case.id, ep) not in failing:
+                    if entry.matches(case, ep, where) and (case.id, ep) not in failing:
                         out.append(f"{case.id} [{ep}]")
                         break
         return out

@@ -73,6 +73,11 @@ class CaseResult:
         return self.verdict.status
 
     @property
+    def where(self) -> dict[str, Any] | None:
+        """The browser and WebGPU adapter the case ran on (None: not sent to one)."""
+        return None if self.browser is None else self.browser.details.get("browser")
+
+    @property
     def unexpected(self) -> bool:
         """A failure the known-failures file does not list."""
         return self.status is Status.FAIL and self.known is None
@@ -102,6 +107,7 @@ class CaseResult:
             "native_error": self.native.error or None,
             "error_type": None,
             "error": None,
+            "browser": None,
         }
         if self.browser is not None:
             record["error_type"] = self.browser.error_type or None
@@ -136,9 +142,10 @@ def run_conformance(
     eps: Sequence[str],
     *,
     jobs: int = 1,
+    batch_size: int = 64,
     case_timeout: Callable[[str], float] | None = None,
     webgpu_build: str = "native",
-    known: Callable[[Case, str], str | None] | None = None,
+    known: Callable[[Case, str, dict[str, Any] | None], str | None] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, tuple[list[CaseResult], float]]:
     """Run ``cases`` natively and on every EP of ``eps``; classify each one.
@@ -151,14 +158,18 @@ def run_conformance(
     eps : sequence of str
         ``'wasm'`` and/or ``'webgpu'``, run one after the other.
     jobs : int
-        Pages per EP running batches at the same time.
+        Pages per EP running batches at the same time (over the runtime's pool
+        of browsers, round robin).
+    batch_size : int
+        Cases sent to a page at once.
     case_timeout : callable, optional
         Seconds without progress before a page counts as hung, per EP
         (default 120 on wasm, 600 on webgpu).
     webgpu_build : str
         ``'native'`` or ``'jsep'``.
     known : callable, optional
-        ``known(case, ep)`` → the reason a failing case is listed, or None.
+        ``known(case, ep, where)`` → the reason a failing case is listed, or None
+        (``where``: the browser and adapter it ran on, or None).
     log : callable
         Where progress lines go.
 
@@ -176,7 +187,8 @@ def run_conformance(
     for ep in eps:
         t0 = time.monotonic()
         timeout = case_timeout(ep) if case_timeout else (120.0 if ep == "wasm" else 600.0)
-        browser, pages = run_browser(runtime, sendable, ep, jobs=jobs, case_timeout=timeout,
+        browser, pages = run_browser(runtime, sendable, ep, jobs=jobs, batch_size=batch_size,
+                                     case_timeout=timeout,
                                      webgpu_build=webgpu_build, on_idle=native.step, log=log)
         natives = native.finish()
         results = []
@@ -187,7 +199,7 @@ def run_conformance(
             if ep == "webgpu" and webgpu_ops is not None:
                 result.off_webgpu = ops_off_webgpu(case, webgpu_ops)
             if verdict.status is Status.FAIL and known is not None:
-                result.known = known(case, ep)
+                result.known = known(case, ep, result.where)
             results.append(result)
         out[ep] = (results, time.monotonic() - t0)
         log(f"  {ep}: {len(sendable)} cases through the browser in {pages} page(s)")
