@@ -30,6 +30,37 @@ if TYPE_CHECKING:
 
 __all__ = ["PyodidePage"]
 
+#: Bytes per request when a remote browser copies a file in (see :meth:`write_file`).
+REMOTE_CHUNK = 32 << 20
+
+# Copies a file in ranges: a relayed response travels whole in one protocol message,
+# which a Playwright server takes up to 100 MiB (base64) of.
+_WRITE_IN_RANGES_JS = r"""
+async ([url, path, chunk]) => {
+  const py = /** @type {any} */ (window).pyodide;
+  const head = await fetch(url, { method: 'HEAD' });
+  if (!head.ok) throw new Error(`cannot fetch ${url}: HTTP ${head.status}`);
+  const size = Number(head.headers.get('content-length'));
+  const dir = path.slice(0, path.lastIndexOf('/'));
+  if (dir) py.FS.mkdirTree(dir);
+  const stream = py.FS.open(path, 'w');
+  try {
+    for (let at = 0; at < size; at += chunk) {
+      const end = Math.min(at + chunk, size) - 1;
+      const part = await fetch(url, { headers: { Range: `bytes=${at}-${end}` } });
+      if (part.status !== 206) {
+        throw new Error(`cannot fetch ${url} ${at}-${end}: HTTP ${part.status}`);
+      }
+      const data = new Uint8Array(await part.arrayBuffer());
+      py.FS.write(stream, data, 0, data.length, at);
+    }
+  } finally {
+    py.FS.close(stream);
+  }
+  return size;
+}
+"""
+
 
 class PyodidePage:
     """A page of ``web/runner.html`` with Pyodide, numpy and ortweb loaded.
@@ -61,6 +92,7 @@ class PyodidePage:
         self.capture = PageLog()
         self.on_output = on_output
         self.runs = Runs(self)
+        self.remote = browser.remote
         #: Why the page became unusable ('' while it works): it crashed or closed.
         self.lost = ""
         self._context = browser.new_context(OfflineRouter(self.base_url, self.capture))
@@ -69,6 +101,8 @@ class PyodidePage:
             self.page = self._context.new_page()
             watch(self.page, self.capture, on_output, self.runs.on_control)
             self.page.on("crash", self._on_crash)
+            # A remote browser that goes away (its server killed) closes its pages.
+            self.page.on("close", self._on_close)
             query = f"?webgpuBuild={webgpu_build}"
             if providers:
                 query += "&providers=" + ",".join(providers)
@@ -85,6 +119,10 @@ class PyodidePage:
 
     def _on_crash(self, _: Any) -> None:
         self.lost = "the page crashed"
+
+    def _on_close(self, _: Any) -> None:
+        if not self._closed:
+            self.lost = self.lost or "the page closed (its browser went away)"
 
     def pump(self, ms: int) -> bool:
         """Let Playwright deliver the page's events for ``ms``; False once the page is gone.
@@ -135,8 +173,13 @@ class PyodidePage:
         return json.loads(self.run_python(code, filename))
 
     def write_file(self, url_path: str, fs_path: str) -> int:
-        """Copy a file the server offers at ``url_path`` into Pyodide's file system."""
+        """Copy a file the server offers at ``url_path`` into Pyodide's file system.
+
+        A remote browser gets it in ranges of :data:`REMOTE_CHUNK` bytes (any size).
+        """
         url = self.base_url + url_path.lstrip("/")
+        if self.remote:
+            return int(self.page.evaluate(_WRITE_IN_RANGES_JS, [url, fs_path, REMOTE_CHUNK]))
         return int(self.page.evaluate("([u, p]) => window.ortwebWriteFile(u, p)", [url, fs_path]))
 
     def read_file(self, fs_path: str) -> bytes:

@@ -16,6 +16,7 @@ COOP/COEP headers).
 from __future__ import annotations
 
 import http.client
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,24 @@ def fetch_from_host(url: str, method: str = "GET", headers: Mapping[str, str] | 
         response = conn.getresponse()
         body = response.read()
         kept = {k: v for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP}
+        wanted = _byte_range(sent, len(body)) if response.status == 200 else None
+        if wanted is not None:
+            # The local server sends whole files; the range is cut here.
+            start, end = wanted
+            kept = {k: v for k, v in kept.items() if k.lower() != "content-length"}
+            kept["Content-Range"] = f"bytes {start}-{end}/{len(body)}"
+            return 206, kept, body[start:end + 1]
         return response.status, kept, body
     finally:
         conn.close()
+
+
+def _byte_range(headers: Mapping[str, str], size: int) -> tuple[int, int] | None:
+    """``(first, last)`` of a single ``Range: bytes=a-b`` header within ``size``, else None."""
+    value = next((v for k, v in headers.items() if k.lower() == "range"), "")
+    match = re.fullmatch(r"bytes=(\d+)-(\d*)", value.strip())
+    if match is None:
+        return None
+    start = int(match.group(1))
+    end = min(int(match.group(2)) if match.group(2) else size - 1, size - 1)
+    return (start, end) if start <= end else None
