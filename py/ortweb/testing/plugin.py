@@ -208,7 +208,12 @@ def pytest_report_collectionfinish(config: pytest.Config, start_path: Path,
     if config.option.collectonly or not any(uses & set(getattr(item, "fixturenames", ()))
                                             for item in items):
         return []
-    return [f"ortweb: {_where_line(config)}"]
+    from ..host.errors import HostError
+
+    try:
+        return [f"ortweb: {_where_line(config)}"]
+    except HostError as exc:  # the tests that need the browser error with it, each
+        return [f"ortweb: no browser: {str(exc).splitlines()[0]}"]
 
 
 class _BrowserSummary:
