@@ -219,7 +219,13 @@ class Profile:
     found by its folder (:meth:`renderer_pids`).
     """
 
+    #: A profile's browser is launched here (see :attr:`Browser.remote`).
+    remote = False
+
     def __init__(self, browser: Browser) -> None:
+        if browser.remote:
+            raise BrowserError(f"a fresh on-disk profile needs a Chromium launched here, not "
+                               f"{browser.name}")
         self.folder = tempfile.mkdtemp(prefix="ortweb-profile-")
         args = [*BASE_FLAGS, *(WEBGPU_FLAGS if browser.webgpu else ("--disable-gpu",))]
         try:
