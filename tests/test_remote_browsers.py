@@ -283,6 +283,29 @@ def test_run_compare_native_equals_the_local_run(request: pytest.FixtureRequest,
 
 
 @pytest.mark.browser
+def test_exec_and_demo_on_remote_browsers(request: pytest.FixtureRequest,
+                                          tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("import sys, ortweb, numpy as np\n"
+                      "print('argv', sys.argv[1:], int(np.arange(4).sum()))\n"
+                      "print(open('data.txt').read())\n")
+    (tmp_path / "data.txt").write_text("a file from the host")
+    for kind in ("playwright", "cdp"):
+        result = _ortweb("exec", str(script), "--file", str(tmp_path / "data.txt"),
+                         "--browser-endpoint", _endpoint(request, kind), "--", "x", "y")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout == "argv ['x', 'y'] 6\na file from the host\n", result.stdout
+    # The demo's site (a Web Worker runs Python there): its requests are relayed too.
+    url = _endpoint(request, "playwright")
+    demo = _ortweb("demo", "--json", "--out", str(tmp_path / "site"), "--browser-endpoint", url)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    checks = json.loads(demo.stdout[:demo.stdout.rindex("}") + 1])
+    for mode, check in checks.items():
+        assert check["ok"] and check["blocked"] == [], (mode, check)
+        assert check["browser"]["endpoint"] == url
+
+
+@pytest.mark.browser
 def test_refused_endpoint_is_a_clear_error(tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.write_bytes(samples.two_outputs_model())
