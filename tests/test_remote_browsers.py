@@ -503,3 +503,54 @@ def test_relay_cuts_byte_ranges() -> None:
     assert _byte_range({"Range": "bytes=100-"}, 100) is None
     assert _byte_range({"Range": "bytes=1-2,5-6"}, 100) is None  # one range only
     assert _byte_range({}, 100) is None
+
+
+_KILL_TESTS = '''
+import os
+import signal
+import time
+
+from ortweb.testing import run_in_browser
+
+
+@run_in_browser
+def one(ortweb_page):
+    return 1
+
+
+def test_before(ortweb_page):
+    assert one(ortweb_page) == 1
+
+
+def test_killed(ortweb_page):
+    os.killpg(int(os.environ["DOOMED_PGID"]), signal.SIGKILL)
+    time.sleep(2)
+    one(ortweb_page)
+
+
+def test_after(ortweb_page):
+    assert one(ortweb_page) == 1
+'''
+
+
+@pytest.mark.browser
+def test_pytest_plugin_replaces_a_browser_that_went_away(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        cdp_browser: CdpChromium) -> None:
+    doomed = PlaywrightServer(tmp_path / "log")
+    try:
+        monkeypatch.setenv("DOOMED_PGID", str(doomed.proc.pid))
+        pytester.makepyfile(test_kill=textwrap.dedent(_KILL_TESTS))
+        result = pytester.runpytest_subprocess(
+            "--ortweb-browser-endpoint", doomed.url, "--ortweb-browser-endpoint",
+            cdp_browser.url, "-p", "no:cacheprovider", "-rA", timeout=600)
+    finally:
+        doomed.kill()
+    out = result.stdout.str()
+    # The test that ran when its browser went away fails; the next runs on the pool's next.
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 2 and outcomes.get("failed") == 1, out
+    result.stdout.fnmatch_lines(["PASSED test_kill.py::test_before",
+                                 "PASSED test_kill.py::test_after",
+                                 "FAILED test_kill.py::test_killed*"])
+    assert "ortweb: chromium 1" in out and f"@ {doomed.url}" in out, out

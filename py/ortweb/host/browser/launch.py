@@ -129,6 +129,20 @@ class Browser:
         """Whether the browser is still there (a remote one can go away)."""
         return not self._closed and bool(self._browser.is_connected())
 
+    def alive(self) -> bool:
+        """Whether the browser answers now (a round trip: a context opened and closed).
+
+        :attr:`connected` learns that a remote browser went away only when
+        Playwright has handled the news; this asks.
+        """
+        if not self.connected:
+            return False
+        try:
+            self._browser.new_context().close()
+        except Exception:
+            return False
+        return True
+
     @property
     def name(self) -> str:
         """``chromium 156.0.… @ ws://…`` (``@ local`` when launched here)."""

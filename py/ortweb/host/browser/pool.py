@@ -115,6 +115,16 @@ class BrowserPool:
         browser = self._browsers.get(self._slots.get(slot, -1))
         return browser is not None and browser.connected
 
+    def replace(self, slot: int) -> Browser:
+        """``slot``'s browser, after the one it had went away: connected again, or the
+        next endpoint's (see :meth:`browser`)."""
+        index = self._slots.get(slot)
+        browser = self._browsers.get(index) if index is not None else None
+        if index is not None and browser is not None and not browser.alive():
+            self._log(f"{browser.name} went away; connecting again")
+            self._forget(index)
+        return self.browser(slot)
+
     def where(self, browser: Browser) -> dict[str, Any]:
         """Where pages of ``browser`` run (:mod:`.where`), asked once per browser."""
         key = id(browser)

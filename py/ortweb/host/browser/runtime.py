@@ -53,7 +53,16 @@ class Runtime:
     def new_page(self, slot: int = 0, **kw: Any) -> PyodidePage:
         """A :class:`~.page.PyodidePage` on the server, in ``slot``'s browser (keywords
         as there)."""
-        return self.browser_for(slot).new_page(self.server.url, **kw)
+        from playwright.sync_api import Error as PlaywrightError
+
+        browser = self.browser_for(slot)
+        try:
+            return browser.new_page(self.server.url, **kw)
+        except PlaywrightError:
+            # A browser elsewhere may have gone away before Playwright said so.
+            if self.pool is None or browser.alive():
+                raise
+        return self.pool.replace(slot).new_page(self.server.url, **kw)
 
     def where(self, slot: int = 0) -> dict[str, Any]:
         """Where ``slot``'s pages run: endpoint, browser, WebGPU adapter (:mod:`.where`)."""
