@@ -18,6 +18,9 @@
     ortweb bench [--quick] [--json OUT] [--markdown OUT] [--sections LIST]
     ortweb --version
 
+run, exec, demo, conformance and bench also take --browser-endpoint URL (repeatable; default
+$ORTWEB_BROWSER_ENDPOINT): browsers elsewhere, a Playwright server or a DevTools endpoint.
+
 Exit status: 0 on success, 1 when a run fails or outputs differ from native
 onnxruntime beyond the tolerance, 2 on usage errors.
 """
