@@ -18,6 +18,7 @@
  * @property {(line: string) => void} [stdout]
  * @property {(line: string) => void} [stderr]
  * @property {(msg: string) => void} [progress] messages about what is loading
+ * @property {object} [loadOptions] more options for `loadPyodide` (a site's `_loadSnapshot`)
  */
 
 /**
@@ -43,6 +44,7 @@ export async function bootPyodide(options) {
     stderr: options.stderr,
     // Nothing may come from a CDN: packages are only taken from indexURL.
     packageCacheDir: indexURL,
+    ...options.loadOptions,
   });
   if (Object.keys(missingImports).length) installMissingHook(pyodide, missingImports);
   /** @type {string[]} */

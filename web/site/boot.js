@@ -229,6 +229,12 @@ let modelSource = null;
 let pyodide = null;
 /** @type {Worker|null} */
 let worker = null;
+/** @type {'snapshot'|'fresh'|null} how the worker's Pyodide started (snapshot.js) */
+let bootedFrom = null;
+/** @type {(value: any) => void} */
+let resolveSnapshot = () => {};
+/** @type {Promise<any>} what the worker reports of the memory snapshot, once ready */
+const snapshotDone = new Promise((resolve) => { resolveSnapshot = resolve; });
 /** @type {(name: string, args: any[]) => Promise<any>} */
 let callPython = () => Promise.reject(new Error('ortweb: Python has not started'));
 
@@ -410,8 +416,12 @@ async function startWorker() {
           else rows.get(msg.url)?.finish(msg.state);
           break;
         }
+        case 'snapshot':
+          resolveSnapshot(msg);
+          break;
         case 'ready':
           modelSource = msg.modelSource;
+          bootedFrom = msg.bootedFrom;
           becomeReady(msg.functions);
           resolve(null);
           break;
@@ -492,6 +502,18 @@ async function call(name, ...args) {
   /** The site's Web Worker in worker mode, else null. */
   get worker() { return worker; },
   get modelSource() { return modelSource; },
+  /**
+   * Worker mode: 'snapshot' when this visit's Pyodide was restored from the memory
+   * snapshot an earlier visit stored, 'fresh' when it booted as usual; null before
+   * `ready` and in main-thread mode.
+   */
+  get pythonBoot() { return bootedFrom; },
+  /**
+   * Worker mode, after `ready`: resolves once the memory snapshot for the next visit
+   * is stored (`{stored: true, bytes, ms}`) or not made (`{stored: false, error}`:
+   * this visit booted from one, or no service worker serves the page).
+   */
+  get snapshot() { return config.worker ? ready.then(() => snapshotDone) : Promise.resolve(null); },
   /** Whether the site's service worker serves this page. */
   get controlled() { return controlled(); },
   /**

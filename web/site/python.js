@@ -49,8 +49,11 @@ function warmOrt(bridge, providers) {
  * @param {any} config the page's config
  * @param {import('./loader.js').Loader} loader
  * @param {PythonIO} io
- * @param {{beforeBoot?: Promise<any>}} [options] `beforeBoot`: awaited before Pyodide's
- *   modules are imported (the worker checks them meanwhile)
+ * @param {{beforeBoot?: Promise<any>, snapshot?: Promise<Uint8Array|null>,
+ *   snapshotFailed?: (err: any) => Promise<void>}} [options] `beforeBoot`: awaited before
+ *   Pyodide's modules are imported (the worker checks them meanwhile); `snapshot`: a
+ *   memory snapshot of the bare interpreter to boot from (snapshot.js), booting as usual
+ *   when it fails to restore (`snapshotFailed` hears why)
  */
 export async function startPython(config, loader, io, options = {}) {
   const { absolute } = loader;
@@ -90,14 +93,37 @@ export async function startPython(config, loader, io, options = {}) {
   const installerBytes = config.installer ? loader.bytesOf(config.installer.url) : null;
   installerBytes?.catch(() => {});
   await options.beforeBoot;
-  const pyodide = await bootPyodide({
+  const boot = {
     indexURL,
     lockFileURL: await lockFileURL(absolute(config.pyodide.lockURL)),
     packages: config.packages,
-    stdout: (line) => io.print('stdout', line),
-    stderr: (line) => io.print('stderr', line),
-    progress: (msg) => io.status(`${msg}…`),
-  });
+    stdout: (/** @type {string} */ line) => io.print('stdout', line),
+    stderr: (/** @type {string} */ line) => io.print('stderr', line),
+    progress: (/** @type {string} */ msg) => {
+      // Pyodide's core is up (booted or restored); its packages load next.
+      if (msg !== 'loading Pyodide') io.mark('interpreter');
+      io.status(`${msg}…`);
+    },
+  };
+  /** @type {any} */
+  let pyodide = null;
+  /** @type {'snapshot'|'fresh'} */
+  let bootedFrom = 'fresh';
+  const snapshot = await options.snapshot;
+  io.mark('boot');
+  if (snapshot) {
+    try {
+      pyodide = await bootPyodide({ ...boot, loadOptions: { _loadSnapshot: snapshot } });
+      // The snapshot froze the state of `random` (when loaded): every visit would
+      // draw the same numbers.
+      pyodide.runPython("import sys\nif 'random' in sys.modules: sys.modules['random'].seed()");
+      bootedFrom = 'snapshot';
+    } catch (err) {
+      pyodide = null;
+      await options.snapshotFailed?.(err);
+    }
+  }
+  pyodide ??= await bootPyodide(boot);
   io.mark('pyodide');
   if (wheels.length && installerBytes) {
     io.status(`installing ${wheels.map((w) => w.name).join(', ')}…`);
@@ -144,6 +170,8 @@ export async function startPython(config, loader, io, options = {}) {
   return {
     pyodide,
     functions,
+    /** Whether Pyodide was restored from a memory snapshot or booted as usual. */
+    bootedFrom,
     /**
      * Call a function the script defined: its envelope (`{ok, value}` with plain JS
      * values, or `{ok: false, type, message, traceback}`).

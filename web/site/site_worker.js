@@ -15,6 +15,7 @@
 import { checkModulesWith } from './bridge/runtime.js';
 import { createLoader } from './loader.js';
 import { startPython } from './python.js';
+import { dropSnapshot, loadSnapshot, makeSnapshot, snapshotPlace } from './snapshot.js';
 
 /** @type {any} */
 const scope = globalThis;
@@ -80,12 +81,24 @@ async function main(config, base, controlled) {
   const pyodideChecked = loader.checkModules(pyodideModules);
   pyodideChecked.catch(() => {});
   checkModulesWith((urls) => loader.checkModules(urls));
+  // A memory snapshot of the interpreter (snapshot.js): only under the service worker,
+  // whose cache holds Pyodide's checked files for the worker that makes it.
+  const place = controlled && config.snapshotMaker
+    ? await snapshotPlace(config, loader.absolute, base).catch(() => null) : null;
+  const snapshot = place ? loadSnapshot(place) : Promise.resolve(null);
   const python = await startPython(config, loader, {
     print: (stream, line) => send({ type: 'print', stream, line }),
     status: (text) => send({ type: 'status', text }),
     mark: (name) => send({ type: 'mark', name, at: epoch() }),
     post: (data) => send({ type: 'post', data }),
-  }, { beforeBoot: pyodideChecked });
+  }, {
+    beforeBoot: pyodideChecked,
+    snapshot,
+    async snapshotFailed(err) {
+      console.warn('ortweb: the memory snapshot did not restore; booting Pyodide as usual', err);
+      if (place) await dropSnapshot(place);
+    },
+  });
   scope.onmessage = async (/** @type {MessageEvent} */ event) => {
     const { type, id, name, args } = event.data ?? {};
     if (type !== 'call') return;
@@ -103,7 +116,21 @@ async function main(config, base, controlled) {
       send({ type: 'result', id, envelope: { ok: false, type: 'TypeError', message, traceback: `TypeError: ${message}\n` } });
     }
   };
-  send({ type: 'ready', functions: python.functions, modelSource: loader.modelSource, at: epoch() });
+  send({
+    type: 'ready', functions: python.functions, modelSource: loader.modelSource,
+    bootedFrom: python.bootedFrom, at: epoch(),
+  });
+  // Off the first visit's critical path: the next visit boots from it.
+  if (place && python.bootedFrom === 'fresh') {
+    const makerURL = loader.absolute(config.snapshotMaker);
+    loader.checkModules([makerURL])
+      .then(() => makeSnapshot(makerURL, place, loader.absolute(config.pyodide.indexURL),
+        loader.absolute(config.pyodide.lockURL)))
+      .catch((err) => ({ stored: false, error: String(err) }))
+      .then((result) => send({ type: 'snapshot', ...result }));
+  } else {
+    send({ type: 'snapshot', stored: false, error: place ? 'booted from the snapshot' : 'no snapshot here' });
+  }
 }
 
 scope.onmessage = (/** @type {MessageEvent} */ event) => {

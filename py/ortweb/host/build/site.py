@@ -15,7 +15,8 @@ Layout of a site::
     index.html  _headers  ortweb-sw.js  ortweb-manifest.json
     app/        the model (with its external data files), the script, --file files
                 (the script's working directory)
-    ortweb/     boot.js (the page), site_worker.js (the Web Worker, unless --main-thread),
+    ortweb/     boot.js (the page), site_worker.js (the Web Worker, unless --main-thread;
+                with snapshot.js and snapshot_maker.js: Pyodide's memory snapshot),
                 loader.js, python.js, sha256.js, site_runner.py, site_page.py, bridge/*.js
     pyodide/    pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, a trimmed lock, wheels
     ort/        onnxruntime-web builds for the chosen providers
@@ -260,7 +261,7 @@ def _write(
     # ortweb's own JS and the in-page runner.
     web_site = assets.web / "site"
     for name in ("boot.js", "sha256.js", "loader.js", "python.js",
-                 *(("site_worker.js",) if worker else ())):
+                 *(("site_worker.js", "snapshot.js", "snapshot_maker.js") if worker else ())):
         loads.module(f"ortweb/{name}", b.add_file(f"ortweb/{name}", web_site / name), name)
     # builds.json: the build table runtime.js imports as a JSON module.
     for src in sorted([*assets.bridge.glob("*.js"), assets.bridge / "builds.json"]):
@@ -305,6 +306,7 @@ def _write(
         "runner": runner_entry,
         "page": page_entry,
         "worker": "ortweb/site_worker.js" if worker else None,
+        "snapshotMaker": "ortweb/snapshot_maker.js" if worker else None,
         "wheels": wheel_entries,
         "installer": installer_entry,
         "providers": providers,

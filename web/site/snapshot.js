@@ -1,0 +1,132 @@
+// @ts-check
+/**
+ * A memory snapshot of Pyodide's interpreter, for a faster second visit (worker mode,
+ * under the site's service worker).
+ *
+ * On a visit with no snapshot, once the page is ready, a short-lived worker
+ * (`snapshot_maker.js`) boots a bare Pyodide with `_makeSnapshot`, takes
+ * `makeMemorySnapshot()` and stores it in Cache Storage, keyed by the sha256 of
+ * Pyodide's core files; the site's own worker is not touched, and the first visit's
+ * critical path does not wait for it. The next visit restores the interpreter from it
+ * (`loadPyodide({_loadSnapshot})`) instead of initialising Python again, then loads
+ * numpy and ortweb as usual.
+ *
+ * Only the bare interpreter is snapshotted: Pyodide 0.27.7 cannot snapshot loaded
+ * packages with shared libraries (numpy's extension modules live in wasm modules the
+ * snapshot does not hold; restoring one fails with "table index is out of bounds"),
+ * and `_makeSnapshot` wraps every JS global Python sees in a proxy, so the site's own
+ * session must not be the one that makes it.
+ *
+ * A snapshot of other core files (a rebuild with another Pyodide) has another key and
+ * is never used; storing a new one removes the old. One that fails to restore is
+ * deleted and Pyodide boots as usual.
+ * @module snapshot
+ */
+import { sha256Hex } from './sha256.js';
+
+/** Pyodide's files that decide what its interpreter's memory holds. */
+const CORE = ['pyodide.mjs', 'pyodide.asm.js', 'pyodide.asm.wasm', 'python_stdlib.zip'];
+
+/**
+ * Where a site keeps its snapshot: the cache name and the key of this build's.
+ * Null when the config does not list every core file with a sha256.
+ * @param {any} config @param {(url: string) => string} absolute
+ * @param {string} base the page's URL
+ */
+export async function snapshotPlace(config, absolute, base) {
+  const indexURL = absolute(config.pyodide.indexURL);
+  /** @type {Map<string, string>} */
+  const shas = new Map();
+  for (const entry of [...config.assets, ...(config.modules ?? [])]) {
+    const url = absolute(entry.url);
+    if (entry.sha256 && url.startsWith(indexURL) && CORE.includes(url.slice(indexURL.length))) {
+      shas.set(url.slice(indexURL.length), entry.sha256);
+    }
+  }
+  if (shas.size !== CORE.length) return null;
+  const id = await sha256Hex(new TextEncoder().encode(CORE.map((name) => shas.get(name)).join(' ')));
+  const root = new URL('.', base).href;
+  return {
+    cacheName: `ortweb-snapshot ${root}`,
+    key: `${root}ortweb-pyodide.snapshot?runtime=${id}`,
+  };
+}
+
+/** `makeMemorySnapshot`'s first word (Pyodide 0.27.7's snapshot.ts). */
+const MAGIC = 1886286592;
+const WASM_PAGE = 65536;
+
+/**
+ * Whether `bytes` has the shape of a Pyodide snapshot: its magic number, a header that
+ * fits, and a heap of whole wasm pages. One that does not would not fail cleanly:
+ * Pyodide logs "wasm instantiation failed" and its `loadPyodide` never settles.
+ * @param {Uint8Array} bytes
+ */
+function wellFormed(bytes) {
+  if (bytes.byteLength < 64 || bytes.byteLength % 4) return false;
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
+  const heap = bytes.byteLength - words[1];
+  return words[0] === MAGIC && words[1] >= 48 && heap >= 16 * WASM_PAGE && heap % WASM_PAGE === 0;
+}
+
+/**
+ * The stored snapshot of this build, or null (none, or no Cache Storage). A damaged
+ * one is deleted.
+ * @param {{cacheName: string, key: string}} place
+ * @returns {Promise<Uint8Array|null>}
+ */
+export async function loadSnapshot(place) {
+  let bytes;
+  try {
+    const hit = await (await caches.open(place.cacheName)).match(place.key);
+    if (!hit) return null;
+    bytes = new Uint8Array(await hit.arrayBuffer());
+  } catch {
+    return null;
+  }
+  if (wellFormed(bytes)) return bytes;
+  console.warn('ortweb: the memory snapshot did not restore (it is not a whole Pyodide ' +
+    'snapshot); booting Pyodide as usual');
+  await dropSnapshot(place);
+  return null;
+}
+
+/** @param {{cacheName: string, key: string}} place */
+export async function dropSnapshot(place) {
+  try {
+    await (await caches.open(place.cacheName)).delete(place.key);
+  } catch {
+    // Nothing stored, or no Cache Storage: nothing to drop.
+  }
+}
+
+/**
+ * Make and store this build's snapshot in a worker of its own (`snapshot_maker.js`);
+ * resolves to what it reports: `{stored: true, bytes, ms}` or `{stored: false, error}`.
+ * @param {string} makerURL absolute URL of snapshot_maker.js
+ * @param {{cacheName: string, key: string}} place
+ * @param {string} indexURL absolute
+ * @param {string} lockURL absolute
+ */
+export function makeSnapshot(makerURL, place, indexURL, lockURL) {
+  return new Promise((resolve) => {
+    /** @type {Worker} */
+    let maker;
+    try {
+      maker = new Worker(makerURL, { type: 'module', name: 'ortweb-snapshot' });
+    } catch (err) {
+      resolve({ stored: false, error: String(err) });
+      return;
+    }
+    const done = (/** @type {any} */ result) => {
+      maker.terminate();
+      resolve(result);
+    };
+    maker.addEventListener('message', (event) => done(event.data));
+    maker.addEventListener('error', (event) => {
+      event.preventDefault();
+      done({ stored: false, error: event.message || 'the snapshot worker failed to start' });
+    });
+    maker.postMessage({ place, indexURL, lockURL });
+  });
+}
