@@ -212,9 +212,12 @@ def read_fs_file(path: str) -> JsBuffer:
         node.mount.type == fs.filesystems.MEMFS
         and fs.isFile(node.mode)
         and contents is not None
-        and hasattr(contents, "subarray")
+        and hasattr(contents, "byteOffset")
     ):
-        return JsBuffer(contents.subarray(0, int(node.usedBytes)), path)
+        # A Uint8Array view: MEMFS keeps a file Python wrote in one go as an
+        # Int8Array (a slice of HEAP8), which onnxruntime-web refuses.
+        view = GLOBAL.Uint8Array.new(contents.buffer, contents.byteOffset, int(node.usedBytes))
+        return JsBuffer(view, path)
     return JsBuffer(fs.readFile(path), path)
 
 
