@@ -554,3 +554,22 @@ def test_pytest_plugin_replaces_a_browser_that_went_away(
                                  "PASSED test_kill.py::test_after",
                                  "FAILED test_kill.py::test_killed*"])
     assert "ortweb: chromium 1" in out and f"@ {doomed.url}" in out, out
+
+
+@pytest.mark.browser
+def test_browsers_of_one_thread_share_one_playwright() -> None:
+    # A second sync_playwright() in a thread where one runs raises ("Sync API inside
+    # the asyncio loop"): a test's own remote browser failed so in CI after the
+    # session's browser had started in the same worker.
+    from ortweb.host.browser import launch
+
+    first = Browser()
+    try:
+        with Browser() as second:
+            assert second._pw is first._pw
+        assert first.connected
+    finally:
+        first.close()
+    assert getattr(launch._thread, "playwright", None) is None
+    with Browser() as again:  # the last release stopped it; a new one starts
+        assert again.connected

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,35 @@ def find_chromium(explicit: str | os.PathLike[str] | None = None) -> str:
     )
 
 
+_thread = threading.local()
+
+
+def acquire_playwright() -> Any:
+    """This thread's started sync Playwright, shared: Playwright refuses a second
+    ``sync_playwright()`` in a thread where one runs ("Sync API inside the asyncio
+    loop"), so every browser of a thread (a test session's, a test's own remote one,
+    a pool's) takes a reference to one instance. Give it back with
+    :func:`release_playwright`."""
+    state = getattr(_thread, "playwright", None)
+    if state is None:
+        from playwright.sync_api import sync_playwright
+
+        state = _thread.playwright = [sync_playwright().start(), 0]
+    state[1] += 1
+    return state[0]
+
+
+def release_playwright() -> None:
+    """Give back a reference from :func:`acquire_playwright`; the last one stops it."""
+    state = getattr(_thread, "playwright", None)
+    if state is None:
+        return
+    state[1] -= 1
+    if state[1] <= 0:
+        _thread.playwright = None
+        state[0].stop()
+
+
 class Browser:
     """A headless Chromium, closed in ``close()`` (safe twice) or by ``with``.
 
@@ -91,18 +121,14 @@ class Browser:
     def __init__(self, executable: str | None = None, webgpu: bool = True,
                  *, playwright: Any = None, endpoint: str | Endpoint | None = None,
                  connect_timeout: float = 30.0):
-        from playwright.sync_api import sync_playwright
-
         if isinstance(endpoint, str):
             endpoint = parse_endpoint(endpoint)
         self.executable = find_chromium(executable) if endpoint is None else ""
         self.webgpu = webgpu
         self.endpoint: Endpoint | None = endpoint
         self._connect_timeout = connect_timeout
-        # One Playwright per thread: a second sync_playwright() in the same thread
-        # fails, so browsers launched beside another share its instance.
         self._owns_pw = playwright is None
-        self._pw = sync_playwright().start() if playwright is None else playwright
+        self._pw = acquire_playwright() if playwright is None else playwright
         try:
             args = [*BASE_FLAGS, *(WEBGPU_FLAGS if webgpu else ("--disable-gpu",))]
             if endpoint is None:
@@ -114,7 +140,7 @@ class Browser:
                                                        timeout=connect_timeout)
         except BaseException:
             if self._owns_pw:
-                self._pw.stop()
+                release_playwright()
             raise
         self.version = self._browser.version
         self._closed = False
@@ -213,7 +239,7 @@ class Browser:
             self._browser.close()
         finally:
             if self._owns_pw:
-                self._pw.stop()
+                release_playwright()
 
     def __enter__(self) -> Browser:
         return self

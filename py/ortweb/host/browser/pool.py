@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import BrowserError
 from .endpoint import Endpoint, parse_endpoint
-from .launch import Browser
+from .launch import Browser, acquire_playwright, release_playwright
 from .where import probe
 
 __all__ = ["BrowserPool"]
@@ -63,9 +63,7 @@ class BrowserPool:
 
     def _playwright(self) -> Any:
         if self._pw is None:
-            from playwright.sync_api import sync_playwright
-
-            self._pw = sync_playwright().start()
+            self._pw = acquire_playwright()
         return self._pw
 
     def _open(self, index: int) -> Browser:
@@ -150,7 +148,8 @@ class BrowserPool:
                 self._forget(index)
         finally:
             if self._pw is not None:
-                self._pw.stop()
+                self._pw = None
+                release_playwright()
 
     def __enter__(self) -> BrowserPool:
         return self
