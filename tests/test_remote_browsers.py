@@ -385,6 +385,9 @@ def test_a_server_killed_mid_run_costs_its_case_only(tmp_path: Path,
             runtime = Runtime(find_assets(), srv, pool)
             results, pages = run_browser(runtime, cases, "wasm", jobs=2, batch_size=3,
                                          on_page=on_page, log=logs.append)
+            # The run may end before slot 1 asks for a browser again (timing); asking
+            # now must drop the dead endpoint and move the slot to the live one.
+            assert pool.browser(1) is pool.browser(0)
     finally:
         doomed.kill()
     assert set(results) == {c.id for c in cases}, logs
@@ -397,7 +400,7 @@ def test_a_server_killed_mid_run_costs_its_case_only(tmp_path: Path,
     assert all(not o.error for o in others), [o.error for o in others if o.error]
     # The rest finished on the pool: the doomed endpoint was dropped, its slot moved.
     assert list(pool.dropped) == [1] and doomed.url in pool.dropped[1], logs
-    assert pages >= 3, logs
+    assert pages >= 2, logs  # a replacement page opens only if slot 1 had cases left
 
 
 @pytest.mark.browser
@@ -563,13 +566,15 @@ def test_browsers_of_one_thread_share_one_playwright() -> None:
     # session's browser had started in the same worker.
     from ortweb.host.browser import launch
 
+    before = getattr(launch._thread, "playwright", None)  # the session's, if it runs
+    held = before[1] if before else 0
     first = Browser()
     try:
         with Browser() as second:
             assert second._pw is first._pw
+            assert launch._thread.playwright[1] == held + 2
         assert first.connected
     finally:
         first.close()
-    assert getattr(launch._thread, "playwright", None) is None
-    with Browser() as again:  # the last release stopped it; a new one starts
-        assert again.connected
+    after = getattr(launch._thread, "playwright", None)
+    assert (after[1] if after else 0) == held  # the last release stopped it
