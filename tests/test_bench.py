@@ -89,5 +89,8 @@ def test_site_section_one_round(ortweb_runtime) -> None:
         notes["site_size_mb"] * 1e6, rel=0.05)
     assert [u.rsplit("/", 1)[1] for u in notes["second_visit_network_requests"]] == [
         "ortweb-manifest.json"]
-    assert details["site_main_thread_long_tasks"]["median"] >= 1
+    # On the main thread no frame is drawn while a run computes (whether a run is a
+    # long task, over 50 ms, depends on the machine's speed).
+    assert (details["site_main_thread_max_frame_gap_ms"]["median"]
+            >= 0.8 * details["site_heavy_run_ms_main_thread"]["median"])
     assert details["site_heavy_run_ms_worker"]["median"] > 5
