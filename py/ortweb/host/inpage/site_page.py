@@ -23,18 +23,6 @@ from typing import Any
 __all__ = ["post", "status"]
 
 
-def _plain(value: Any) -> Any:
-    # numpy arrays and scalars (without importing numpy), tuples: JSON-like values.
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist) and type(value).__module__ == "numpy":
-        return _plain(tolist())
-    return value
-
-
 def post(data: Any) -> None:
     """Send ``data`` to the page as the ``detail`` of an ``ortweb:message`` event.
 
@@ -49,7 +37,10 @@ def post(data: Any) -> None:
     TypeError
         When ``data`` holds something else (named in the message).
     """
+    # The site's runner, imported before the script runs: one conversion for what
+    # `window.ortweb.call` returns and what the script posts.
     import js
+    from _ortweb_site import _plain  # type: ignore[import-not-found]
 
     try:
         text = json.dumps(_plain(data), allow_nan=True)
