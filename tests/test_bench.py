@@ -94,3 +94,17 @@ def test_site_section_one_round(ortweb_runtime) -> None:
     assert (details["site_main_thread_max_frame_gap_ms"]["median"]
             >= 0.8 * details["site_heavy_run_ms_main_thread"]["median"])
     assert details["site_heavy_run_ms_worker"]["median"] > 5
+
+
+@pytest.mark.browser
+def test_timed_pages_go_unrouted_like_their_anchors(ortweb_runtime) -> None:
+    """The bench times ortweb's pages against plain pages that no router sees
+    (Playwright's interception slows big downloads): an unrouted page boots and
+    runs with nothing passing the router, a routed one lists every request."""
+    with ortweb_runtime.new_page(routed=False) as plain:
+        assert plain.run_python("1 + 1") == 2
+        assert plain.capture.requests == []
+    with ortweb_runtime.new_page() as routed:
+        assert routed.run_python("1 + 1") == 2
+        assert any(u.endswith("runner.html") or "runner.html?" in u
+                   for u in routed.capture.requests), routed.capture.requests[:5]

@@ -7,7 +7,8 @@ refuse to keep the model's file in Cache Storage, see
 (``web/large_plain.js``), ortweb loading the same URL, and ortweb loading it from
 Pyodide's file system. Each page starts ORT-web's runtime on a tiny model first, so
 only the large model's load is timed, in the page, from the call to the ready
-session. Memory is the renderer process's peak resident memory during that load,
+session. No side goes through a request router (Playwright's interception slows a
+download of this size noticeably, and the plain page has none). Memory is the renderer process's peak resident memory during that load,
 read from the OS (``VmHWM``, reset just before the load, :mod:`.procmem`).
 
 The ortweb page then loads the URL a second time, from Cache Storage:
@@ -88,7 +89,9 @@ def _plain(page: Any, query: str) -> dict[str, Any]:
 
 def _ortweb_page(runtime: Runtime, profile: Profile, warm: str,
                  files: dict[str, str] | None = None) -> PyodidePage:
-    page = PyodidePage(profile, runtime.server.url)
+    # Unrouted, as the plain-JS anchor: Playwright's interception would slow the
+    # download on ortweb's side only.
+    page = PyodidePage(profile, runtime.server.url, routed=False)
     try:
         call(page, inpage.source("bench_large"))
         call(page, f"await bench_large_warm({warm!r}) or 'true'")

@@ -75,7 +75,8 @@ def cold_plain(runtime: Runtime, query: str) -> dict[str, Any]:
 
 def cold_ortweb(runtime: Runtime, model_url: str, dims: list[int]) -> dict[str, Any]:
     """ortweb's page, fresh, to its first inference (``inpage/bench_cold.py``)."""
-    with runtime.new_page() as page:
+    # Unrouted, as the anchor (cold_plain).
+    with runtime.new_page(routed=False) as page:
         args = {"model": model_url, "dims": dims}
         return dict(page.run_json(f"ORTWEB_ARGS = {json.dumps(json.dumps(args))}\n"
                                   + inpage.source("bench_cold"), filename="<bench cold>"))

@@ -76,6 +76,12 @@ class PyodidePage:
         Called with ``(stream, line)`` for each line Python prints (streaming).
     webgpu_build : str
         ``"native"`` (default) or ``"jsep"``: which ORT-web WebGPU build to use.
+    routed : bool
+        True (default): every request goes through an :class:`~.route.OfflineRouter`
+        (those leaving the local server are refused and listed). False: none on a
+        local browser, for a page timed against a plain anchor that has none
+        (Playwright's request interception slows a 1 GiB download by a fifth);
+        :attr:`blocked_requests` then stays empty. A remote browser is always routed.
     """
 
     def __init__(
@@ -87,6 +93,7 @@ class PyodidePage:
         on_output: Callable[[str, str], None] | None = None,
         webgpu_build: str = "native",
         boot_timeout: float = 180.0,
+        routed: bool = True,
     ):
         self.base_url = base_url.rstrip("/") + "/"
         self.capture = PageLog()
@@ -95,7 +102,9 @@ class PyodidePage:
         self.remote = browser.remote
         #: Why the page became unusable ('' while it works): it crashed or closed.
         self.lost = ""
-        self._context = browser.new_context(OfflineRouter(self.base_url, self.capture))
+        routed = routed or browser.remote
+        self._context = browser.new_context(
+            OfflineRouter(self.base_url, self.capture) if routed else None)
         self._closed = False
         try:
             self.page = self._context.new_page()
