@@ -9,7 +9,8 @@ Pyodide's file system. Each page starts ORT-web's runtime on a tiny model first,
 only the large model's load is timed, in the page, from the call to the ready
 session. No side goes through a request router (Playwright's interception slows a
 download of this size noticeably, and the plain page has none). Memory is the
-renderer process's peak resident memory during that load, read from the OS (``VmHWM``, reset just before the load, :mod:`.procmem`).
+renderer process's peak resident memory during that load, read from the OS
+(``VmHWM``, reset just before the load, :mod:`.procmem`).
 
 The ortweb page then loads the URL a second time, from Cache Storage:
 ``large_warm_ratio`` is that load over the first, recorded only when the second load
