@@ -296,3 +296,33 @@ def test_runtime_info_webgpu_adapter(ortweb_page):
     assert info["webgpu"]["available"] is True
     assert isinstance(info["webgpu"]["features"], list)
     assert "description" in info["webgpu"]["info"]
+
+
+@run_in_browser
+async def test_model_hash_without_webcrypto_is_computed_in_python(ortweb_page):
+    """``"auto"`` keys its remembered choice by the model's sha256: where the page
+    has no WebCrypto (not a secure context), Python hashes the JS buffer in pieces,
+    and the digest is the same."""
+    import hashlib
+
+    import js
+    from pyodide.ffi import to_js
+
+    from ortweb import _bridge
+
+    # Over 8 MiB, so that the pieces Python reads cross a boundary.
+    data = bytes(range(256)) * 40_000 + b"tail"
+    buffer = _bridge.JsBuffer(to_js(data), "test bytes")
+    with_crypto = await _bridge.sha256_hex(buffer)
+    # An insecure context's `crypto` has no `subtle`: hide it, as such a page sees it.
+    js.eval("globalThis.__subtle = Object.getOwnPropertyDescriptor(Crypto.prototype, 'subtle');"
+            "Object.defineProperty(Crypto.prototype, 'subtle', "
+            "{configurable: true, get: () => undefined})")
+    try:
+        assert js.eval("typeof crypto.subtle") == "undefined"
+        without = await _bridge.sha256_hex(buffer)
+    finally:
+        js.eval("Object.defineProperty(Crypto.prototype, 'subtle', globalThis.__subtle)")
+    want = hashlib.sha256(data).hexdigest()
+    assert with_crypto == want
+    assert without == want
