@@ -6,18 +6,14 @@
  *
  * A download reports its progress as it goes, is checked against its
  * Content-Length (and a `#sha256=<hex>` fragment when the URL has one), and only
- * then kept in Cache Storage, so a second load of the same URL makes no network
- * request and a cut or failed download leaves nothing behind.
+ * then kept in ortweb's file cache (file_cache.js: the Origin Private File System),
+ * so a second load of the same URL makes no network request and a cut or failed
+ * download leaves nothing behind.
  * @module fetching
  */
 
 import { BridgeError } from './errors.js';
-
-/** Cache Storage's name for ortweb's downloaded files (bump on a format change). */
-export const FILE_CACHE = 'ortweb-files-v1';
-const SIZE_HEADER = 'X-Ortweb-Size';
-const SHA_HEADER = 'X-Ortweb-Sha256';
-const STORED_HEADER = 'X-Ortweb-Stored';
+import { listEntries, openStore, readEntry, removeEntries, writeEntry } from './file_cache.js';
 /** Progress is reported at most this often (ms), and at the end. */
 const PROGRESS_EVERY_MS = 50;
 
@@ -57,6 +53,13 @@ function cacheKey(url, sha) {
   return key.href;
 }
 
+/** A cache key without its hash: the URL `cacheInfo` lists. @param {string} key */
+function keyURL(key) {
+  const url = new URL(key);
+  url.searchParams.delete('ortweb-sha256');
+  return url.href;
+}
+
 /** Whether this page can hash (WebCrypto's digest needs a secure context). */
 export const canHash = () => typeof globalThis.crypto?.subtle?.digest === 'function';
 
@@ -64,15 +67,6 @@ export const canHash = () => typeof globalThis.crypto?.subtle?.digest === 'funct
 export async function sha256Hex(bytes) {
   const digest = await crypto.subtle.digest('SHA-256', /** @type {Uint8Array<ArrayBuffer>} */ (bytes));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-/** @returns {Promise<Cache|null>} null where Cache Storage is missing (insecure context) */
-async function openCache() {
-  try {
-    return typeof globalThis.caches === 'undefined' ? null : await caches.open(FILE_CACHE);
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -154,34 +148,6 @@ function declaredSize(response) {
   return Number.isSafeInteger(size) && size >= 0 ? size : -1;
 }
 
-/**
- * The file from Cache Storage, or null (missing, or not what was stored: then removed).
- * @param {Cache} cache @param {string} key @param {ReturnType<typeof reporter>} report
- * @param {string} url
- */
-async function fromCache(cache, key, report, url) {
-  const hit = await cache.match(key);
-  if (!hit) return null;
-  const size = Number(hit.headers.get(SIZE_HEADER) ?? -1);
-  try {
-    // In one piece: Cache Storage hands a stored body over faster whole than
-    // chunk by chunk, and it is local, so progress jumps from 0 to the end.
-    report(0, size, true);
-    const bytes = new Uint8Array(await hit.arrayBuffer());
-    if (bytes.length === size) {
-      report(size, size, true);
-      return bytes;
-    }
-  } catch {
-    // Unreadable or short: fall through, drop it, download afresh.
-  }
-  await cache.delete(key);
-  return null;
-}
-
-/** Bytes a stored body is written in at once. */
-const STORE_CHUNK = 1 << 22;
-
 /** @type {Map<string, Promise<void>>} cache key → its write still under way */
 const storing = new Map();
 
@@ -193,35 +159,15 @@ async function settled(key) {
 
 /**
  * Keep a verified download, in the background: the load goes on meanwhile, and a
- * load of the same URL, cacheInfo and clearCache wait for it. The body is handed
- * to Cache Storage as a stream of views on `bytes`, pulled as the cache writes:
- * Chromium refuses a stored body it must first hold whole (a Response made from
- * one buffer of some hundreds of MB), and a stream adds no copy of the file.
- * A refused write (full disk, an off-the-record profile's small in-memory cache)
- * only costs the next load a download.
- * @param {Cache} cache @param {string} key @param {Uint8Array} bytes @param {string} sha
+ * load of the same URL, cacheInfo and clearCache wait for it (in this page; other
+ * pages wait on the entry's lock). The file is written from `bytes` a piece at a
+ * time, so no copy of the whole file is added. A refused write (a full disk, the
+ * quota) only costs the next load a download.
+ * @param {FileSystemDirectoryHandle} dir @param {string} key @param {Uint8Array} bytes @param {string} sha
  */
-function store(cache, key, bytes, sha) {
-  let offset = 0;
-  const body = new ReadableStream({
-    pull(controller) {
-      if (offset >= bytes.length) {
-        controller.close();
-        return;
-      }
-      controller.enqueue(bytes.slice(offset, offset + STORE_CHUNK));
-      offset += STORE_CHUNK;
-    },
-  }, { highWaterMark: 1 });
-  const write = cache.put(key, new Response(body, {
-    headers: {
-      'Content-Type': 'application/octet-stream',
-      [SIZE_HEADER]: String(bytes.length),
-      [SHA_HEADER]: sha,
-      [STORED_HEADER]: new Date().toISOString(),
-    },
-  })).catch((err) => {
-    console.warn(`ortweb: could not keep ${key} (${bytes.length} bytes) in Cache Storage: ${err}`);
+function store(dir, key, bytes, sha) {
+  const write = writeEntry(dir, key, keyURL(key), bytes, sha).catch((err) => {
+    console.warn(`ortweb: could not keep ${key} (${bytes.length} bytes) in the file cache: ${err}`);
   }).finally(() => {
     if (storing.get(key) === write) storing.delete(key);
   });
@@ -232,7 +178,7 @@ function store(cache, key, bytes, sha) {
  * Fetch a model or external data file into one buffer.
  * @param {string} url absolute, or relative to the page
  * @param {{cache?: boolean, progress?: Progress|null}} [options] `cache` (default
- *   true): read from and keep in Cache Storage
+ *   true): read from and keep in the file cache
  * @returns {Promise<Fetched>}
  */
 export async function fetchFile(url, options = {}) {
@@ -240,12 +186,16 @@ export async function fetchFile(url, options = {}) {
   const report = reporter(options.progress ?? null);
   const sha = expectedSha256(url);
   const key = cacheKey(url, sha);
-  // Cache Storage keeps http(s) requests only; a blob: or data: URL is in memory anyway.
-  const cache = useCache && /^https?:$/.test(new URL(key).protocol) ? await openCache() : null;
-  if (cache) {
+  // http(s) only: a blob: or data: URL is in memory anyway.
+  const dir = useCache && /^https?:$/.test(new URL(key).protocol) ? await openStore() : null;
+  if (dir) {
     await settled(key);
-    const bytes = await fromCache(cache, key, report, url);
-    if (bytes) return { status: 200, statusText: 'OK', bytes, fromCache: true };
+    // Local, so progress jumps from 0 to the end.
+    const bytes = await readEntry(dir, key, (size) => report(0, size, true));
+    if (bytes) {
+      report(bytes.length, bytes.length, true);
+      return { status: 200, statusText: 'OK', bytes, fromCache: true };
+    }
   }
   const plain = new URL(url, globalThis.location?.href);
   plain.hash = '';
@@ -269,51 +219,30 @@ export async function fetchFile(url, options = {}) {
       throw new BridgeError('NoSuchFile', `${url}: the file's sha256 is ${got}, the URL's #sha256= asks for ${sha}`);
     }
   }
-  if (cache) store(cache, key, bytes, sha);
+  if (dir) store(dir, key, bytes, sha);
   return { status: response.status, statusText: response.statusText, bytes, fromCache: false };
 }
 
 /**
- * What ortweb keeps in Cache Storage.
+ * What ortweb keeps in its file cache.
  * @returns {Promise<{available: boolean, files: {url: string, size: number, sha256: string, stored: string}[]}>}
  */
 export async function cacheInfo() {
-  const cache = await openCache();
-  if (!cache) return { available: false, files: [] };
+  const dir = await openStore();
+  if (!dir) return { available: false, files: [] };
   await settled();
-  const files = [];
-  for (const request of await cache.keys()) {
-    const hit = await cache.match(request);
-    if (!hit) continue;
-    const url = new URL(request.url);
-    url.searchParams.delete('ortweb-sha256');
-    files.push({
-      url: url.href,
-      size: Number(hit.headers.get(SIZE_HEADER) ?? -1),
-      sha256: hit.headers.get(SHA_HEADER) ?? '',
-      stored: hit.headers.get(STORED_HEADER) ?? '',
-    });
-  }
+  const files = (await listEntries(dir)).map(({ url, size, sha256, stored }) => ({ url, size, sha256, stored }));
   return { available: true, files };
 }
 
 /**
- * Remove files from Cache Storage: those of `url` (any hash), or all.
+ * Remove files from the file cache: those of `url` (any hash), or all.
  * @param {string|null} url
  * @returns {Promise<number>} how many entries went
  */
 export async function clearCache(url) {
-  const cache = await openCache();
-  if (!cache) return 0;
+  const dir = await openStore();
+  if (!dir) return 0;
   await settled();
-  const want = url ? cacheKey(url, '') : null;
-  let removed = 0;
-  for (const request of await cache.keys()) {
-    const plain = new URL(request.url);
-    plain.searchParams.delete('ortweb-sha256');
-    if (want === null || plain.href === want) {
-      if (await cache.delete(request)) removed += 1;
-    }
-  }
-  return removed;
+  return removeEntries(dir, url ? cacheKey(url, '') : null);
 }
