@@ -12,6 +12,7 @@ Every output is compared with native onnxruntime on the very same files.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -454,6 +455,211 @@ def test_second_load_comes_from_the_cache_with_the_network_cut(ortweb_page, serv
     assert cls == "NoSuchFile" and small_ext.name in msg, msg
     assert _clear(ortweb_page) == 1  # small.bin was still there
     assert _cached_urls(ortweb_page) == []
+
+
+@pytest.mark.browser
+def test_a_300_mib_model_is_kept_and_loads_offline(ortweb_page, served_big, big):
+    # An off-the-record context's Cache Storage refused files from 256 MiB; its OPFS
+    # keeps them (in memory), so the cache of a big file is tested here too.
+    want = _native(big, IDX)
+    requests = ortweb_page.pyodide_page.capture.requests
+    context = ortweb_page.page.context
+    _clear(ortweb_page)
+    try:
+        cls, msg, y = _try_create(ortweb_page, served_big, IDX)
+        assert cls == "ok", msg
+        np.testing.assert_array_equal(y, want)
+        (entry,) = _cache_files(ortweb_page)
+        assert entry["url"].endswith(served_big) and entry["size"] == big.stat().st_size, entry
+        seen = len(requests)
+        context.set_offline(True)
+        try:
+            cls, msg, y = _try_create(ortweb_page, served_big, IDX)
+        finally:
+            context.set_offline(False)
+        assert cls == "ok", msg
+        np.testing.assert_array_equal(y, want)
+        assert [u for u in requests[seen:] if served_big in u] == []
+        assert not [line for line in ortweb_page.console if "could not keep" in line.text]
+    finally:
+        _clear(ortweb_page)
+
+
+@pytest.mark.browser
+def test_without_opfs_nothing_is_kept_and_loads_still_work(ortweb_runtime, small_ext):
+    # An http origin other than localhost is not a secure context: no OPFS, no
+    # WebCrypto. The bridge's own fetching module, served there by a route.
+    from urllib.parse import urlsplit
+
+    model = small_ext.read_bytes()
+    origin = "http://ortweb-insecure.test"
+
+    def answer(route):
+        path = urlsplit(route.request.url).path
+        if not route.request.url.startswith(origin + "/"):
+            route.abort()
+        elif path.startswith("/bridge/"):
+            route.fulfill(path=ortweb_runtime.assets.bridge / path.removeprefix("/bridge/"),
+                          content_type="text/javascript")
+        elif path == "/m.onnx":
+            route.fulfill(body=model, content_type="application/octet-stream")
+        else:
+            route.fulfill(body="<!doctype html><title>insecure</title>", content_type="text/html")
+
+    context = ortweb_runtime.browser_for(0).new_context()
+    try:
+        context.route("**/*", answer)
+        page = context.new_page()
+        page.goto(origin + "/")
+        got = page.evaluate("""async () => {
+          const fetching = await import('/bridge/fetching.js');
+          const loads = [];
+          for (let i = 0; i < 2; i++) {
+            const got = await fetching.fetchFile('/m.onnx');
+            loads.push([got.status, got.fromCache, got.bytes.length]);
+          }
+          return {secure: isSecureContext, info: await fetching.cacheInfo(),
+                  cleared: await fetching.clearCache(null), loads};
+        }""")
+    finally:
+        context.close()
+    assert got == {"secure": False, "info": {"available": False, "files": []}, "cleared": 0,
+                   "loads": [[200, False, len(model)]] * 2}, got
+
+
+# -- the cache's files in OPFS -----------------------------------------------------------
+# The layout (bridge_js/file_cache.js): in OPFS's folder ortweb-files-v1, per entry
+# <sha256 of the key>.bin (the file) and .json (its sidecar); a Web Lock per entry.
+
+_OPFS = """async ([op, name, arg]) => {
+  const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('ortweb-files-v1');
+  if (op === 'list') {
+    const names = [];
+    for await (const n of dir.keys()) names.push(n);
+    return names.sort();
+  }
+  if (op === 'read') return await (await (await dir.getFileHandle(name)).getFile()).text();
+  if (op === 'remove') return await dir.removeEntry(name);
+  // 'write': the text arg; 'cut': the file's first arg bytes.
+  const handle = await dir.getFileHandle(name, {create: true});
+  const writable = await handle.createWritable({keepExistingData: op === 'cut'});
+  if (op === 'cut') await writable.truncate(arg); else await writable.write(arg);
+  await writable.close();
+}"""
+
+
+def _entry_name(url: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(url.encode()).hexdigest()
+
+
+def _damage(page, name: str, how: str) -> None:
+    if how == "sidecar_size":  # the sidecar says a size the file lacks
+        sidecar = json.loads(page.evaluate(_OPFS, ["read", name + ".json", None]))
+        sidecar["size"] += 1
+        page.evaluate(_OPFS, ["write", name + ".json", json.dumps(sidecar)])
+    elif how == "data_cut":  # the file lost its end
+        page.evaluate(_OPFS, ["cut", name + ".bin", 100])
+    elif how == "no_sidecar":  # stopped between the file and its sidecar
+        page.evaluate(_OPFS, ["remove", name + ".json", None])
+    elif how == "bad_sidecar":
+        page.evaluate(_OPFS, ["write", name + ".json", '{"key": '])
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("how", ["sidecar_size", "data_cut", "no_sidecar", "bad_sidecar"])
+def test_a_damaged_entry_is_dropped_and_downloaded_again(ortweb_page, served_small, small_ext,
+                                                         how):
+    model = served_small + small_ext.name
+    page = ortweb_page.page
+    origin = page.evaluate("location.origin")
+    data = origin + served_small + "small.bin"
+    want = _native(small_ext, SMALL_IDX)
+    requests = ortweb_page.pyodide_page.capture.requests
+    _clear(ortweb_page)
+    cls, msg, _ = _try_create(ortweb_page, model, SMALL_IDX)
+    assert cls == "ok", msg
+    assert len(_cached_urls(ortweb_page)) == 2
+    name = _entry_name(data)
+    assert {name + ".bin", name + ".json"} <= set(page.evaluate(_OPFS, ["list", None, None]))
+    _damage(page, name, how)
+    seen = len(requests)
+    cls, msg, y = _try_create(ortweb_page, model, SMALL_IDX)
+    assert cls == "ok", msg
+    np.testing.assert_array_equal(y, want)
+    # Only the damaged file was downloaded again, and is kept whole again.
+    assert [u for u in requests[seen:] if served_small in u] == [data]
+    files = {f["url"]: f["size"] for f in _cache_files(ortweb_page)}
+    assert files == {origin + model: (small_ext.parent / small_ext.name).stat().st_size,
+                     data: (small_ext.parent / "small.bin").stat().st_size}, files
+    # Damaged again, cache_info leaves it out and removes it.
+    _damage(page, name, how)
+    assert _cached_urls(ortweb_page) == [origin + model]
+    assert not [n for n in page.evaluate(_OPFS, ["list", None, None]) if n.startswith(name)]
+    assert _clear(ortweb_page) == 1
+
+
+_START = """async ([url, hold]) => {
+  const fetching = await import('/bridge/fetching.js');
+  // Holding the entry's lock makes both pages look for the file before either keeps it.
+  if (hold) {
+    navigator.locks.request('ortweb-files-v1/' + hold,
+                            () => new Promise((r) => { window.__release = r; }));
+  }
+  window.__loaded = fetching.fetchFile(url).then(async (got) => ({
+    fromCache: got.fromCache,
+    sha256: await fetching.sha256Hex(got.bytes),
+  }));
+}"""
+
+_WAIT = """async () => {
+  window.__release?.();
+  window.__release = null;
+  return await window.__loaded;
+}"""
+
+
+@pytest.mark.browser
+def test_two_pages_download_and_keep_one_file_at_once(ortweb_runtime, ortweb_page):
+    import hashlib
+
+    data = _gather_model(20_000).SerializeToString()  # 5 MB: the writes take a while
+    sha = hashlib.sha256(data).hexdigest()
+    page = ortweb_page.page
+    origin = page.evaluate("location.origin")
+    _clear(ortweb_page)
+    other = page.context.new_page()  # the same origin and storage, a page of its own
+    try:
+        other.goto(origin + "/bridge/builds.json")
+        with ortweb_runtime.shared_folder() as (folder, prefix):
+            (folder / "twice.onnx").write_bytes(data)
+            url = origin + prefix + "twice.onnx"
+            page.evaluate(_START, [url, _entry_name(url)])
+            other.evaluate(_START, [url, None])
+            # Both downloaded the file and both wrote it: one whole entry is left.
+            assert [page.evaluate(_WAIT), other.evaluate(_WAIT)] == [
+                {"fromCache": False, "sha256": sha}] * 2
+            (entry,) = _cache_files(ortweb_page)
+            assert (entry["url"], entry["size"]) == (url, len(data)), entry
+        # The server's copy is gone: both pages read the kept one.
+        for p in (page, other):
+            p.evaluate(_START, [url, None])
+            assert p.evaluate(_WAIT) == {"fromCache": True, "sha256": sha}
+        # A write under way in one page: the other's load of the URL waits for it and
+        # reads the whole file.
+        assert _clear(ortweb_page) == 1
+        with ortweb_runtime.shared_folder() as (folder, prefix):
+            (folder / "twice.onnx").write_bytes(data)
+            url = origin + prefix + "twice.onnx"
+            page.evaluate(_START, [url, None])
+            assert page.evaluate(_WAIT) == {"fromCache": False, "sha256": sha}
+            other.evaluate(_START, [url, None])
+            got = other.evaluate(_WAIT)
+        assert got["sha256"] == sha, got
+    finally:
+        other.close()
+    assert _clear(ortweb_page) == 1
 
 
 # -- progress ------------------------------------------------------------------------------
