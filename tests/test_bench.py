@@ -65,7 +65,7 @@ def test_large_section_on_a_small_model(ortweb_runtime) -> None:
         assert details[f"large_{side}_peak_mb"]["median"] > 64 * 1.048, side
     # By URL, ORT-web fetched the data itself: Pyodide's heap did not take 64 MiB.
     assert details["large_ortweb_url_pyodide_heap_growth_mb"]["median"] < 32
-    # The second load came from Cache Storage, without a request for the model.
+    # The second load came from the file cache, without a request for the model.
     warm = figures["large_warm_ratio"]
     assert warm["n"] == 1 and 0 < warm["median"] < 1, (warm, data["notes"])
 

@@ -855,7 +855,7 @@ def test_a_blob_url_model_loads_and_is_not_cached(ortweb_page, small_ext):
     y, cached = _blob_url_model(ortweb_page, model, SMALL_IDX)
     np.testing.assert_array_equal(y, _native(small_ext, SMALL_IDX))
     assert cached == []
-    # Not even tried: Cache Storage refuses a blob: request (with a warning).
+    # Not even tried (a blob: URL is in memory already), so no warning either.
     assert not [line for line in ortweb_page.console if "could not keep" in line.text]
 
 

@@ -1,6 +1,6 @@
-"""The files ortweb keeps in the browser's Cache Storage: models and external data
-files loaded by URL (``bridge_js/fetching.js``), so a second load makes no network
-request."""
+"""ortweb's file cache: models and external data files loaded by URL
+(``bridge_js/fetching.js``), kept in the browser's Origin Private File System
+(``bridge_js/file_cache.js``), so a second load makes no network request."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ __all__ = ["cache_info", "cache_info_async", "clear_cache", "clear_cache_async"]
 
 
 async def cache_info_async() -> dict[str, Any]:
-    """What ortweb keeps in Cache Storage.
+    """What ortweb keeps in its file cache.
 
     Returns
     -------
     dict
-        ``available`` (False where the page has no Cache Storage, e.g. not a secure
-        context: then nothing is kept), ``files`` (one dict per file: ``url``,
+        ``available`` (False where the page cannot keep files: no Origin Private
+        File System with ``createWritable``, e.g. not a secure context; then nothing
+        is kept and every load downloads), ``files`` (one dict per file: ``url``,
         ``size`` in bytes, ``sha256``, ``stored`` as an ISO time) and ``bytes``
         (their total).
     """
@@ -35,7 +36,8 @@ def cache_info() -> dict[str, Any]:
 
 
 async def clear_cache_async(url: str | None = None) -> int:
-    """Remove files from ortweb's Cache Storage: those of ``url``, or all.
+    """Remove files from ortweb's file cache: those of ``url`` (any ``#sha256=``), or
+    all. Writes under way in this page are waited for first.
 
     Returns
     -------

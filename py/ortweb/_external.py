@@ -8,8 +8,8 @@ and a length. onnxruntime-web cannot open files: it takes them through the
 file is checked here first (there, long enough for every tensor in it), because an
 error inside ORT's core can leave its WebAssembly memory unusable for the page.
 A file given by URL is downloaded by the bridge into JavaScript (not into Python),
-through Cache Storage, and checked on what arrived, so a server that sends no
-Content-Length is checked too.
+through ortweb's file cache (:mod:`ortweb._cache`), and checked on what arrived, so
+a server that sends no Content-Length is checked too.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ async def resolve_external_data(
     what : str
         How to name the model in messages.
     cache : bool
-        Whether files downloaded from URLs go through Cache Storage.
+        Whether files downloaded from URLs go through ortweb's file cache.
     progress : Progress, optional
 
     Returns

@@ -1,5 +1,5 @@
 """Files fetched by URL, a model or its data: downloaded by the bridge into
-JavaScript (never into Python's heap), through Cache Storage, with progress."""
+JavaScript (never into Python's heap), through ortweb's file cache, with progress."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ async def open_model(
     ----------
     source : str, os.PathLike or bytes-like
     cache : bool
-        For a URL: read it from, and keep it in, Cache Storage.
+        For a URL: read it from, and keep it in, ortweb's file cache.
     progress : Progress, optional
 
     Raises

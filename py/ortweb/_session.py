@@ -79,10 +79,11 @@ class InferenceSession:
         None while a server has not said). Per file, ``loaded`` only grows and ends
         at ``total``. An exception it raises stops the load and is raised here.
     cache : bool, default True
-        A model or data file given by URL is kept in the browser's Cache Storage
-        (checked for size, and for sha256 when the URL ends in ``#sha256=<hex>``),
-        so the next load of that URL makes no network request; False fetches from
-        the network and keeps nothing (see :func:`ortweb.cache_info`).
+        A model or data file given by URL is kept in ortweb's file cache, in the
+        browser's Origin Private File System (checked for size, and for sha256
+        when the URL ends in ``#sha256=<hex>``), so the next load of that URL
+        makes no network request; False fetches from the network and keeps
+        nothing (see :func:`ortweb.cache_info`).
 
     Notes
     -----

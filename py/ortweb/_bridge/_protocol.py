@@ -114,7 +114,7 @@ class JsBuffer:
     label : str
         The URL or path it came from, for messages.
     from_cache : bool
-        Whether it came from Cache Storage rather than the network.
+        Whether it came from ortweb's file cache rather than the network.
     """
 
     __slots__ = ("_array", "from_cache", "label", "nbytes")
@@ -149,8 +149,8 @@ class JsBuffer:
 async def fetch_file(
     url: str, *, cache: bool, progress: Callable[[int, int], Any] | None = None
 ) -> tuple[int, str, JsBuffer | None]:
-    """Download ``url`` into a JS buffer (``bridge_js/fetching.js``), through Cache
-    Storage when ``cache``.
+    """Download ``url`` into a JS buffer (``bridge_js/fetching.js``), through
+    ortweb's file cache (``bridge_js/file_cache.js``) when ``cache``.
 
     Returns
     -------
@@ -184,7 +184,7 @@ async def sha256_hex(buffer: JsBuffer) -> str:
 
 async def cache_info() -> dict[str, Any]:
     """``{available, files: [{url, size, sha256, stored}]}``: what ortweb keeps in
-    Cache Storage."""
+    its file cache."""
     return (await call("cacheInfo", context="cache_info")).to_py()  # type: ignore[no-any-return]
 
 

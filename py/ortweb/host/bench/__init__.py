@@ -28,7 +28,7 @@ Sections and what they compare:
     A model of 1 GiB of float32 weights in external data, each load in a fresh
     browser context: ortweb by URL (and by path) vs plain onnxruntime-web by the same
     URL, time to a ready session and the renderer's peak memory from the OS; the
-    second load from Cache Storage; the model over 2 GB once (:mod:`.large`).
+    second load from ortweb's file cache (OPFS); the model over 2 GB once (:mod:`.large`).
 ``site``
     A site made by ``ortweb site``, in fresh contexts: first visit to first inference
     vs Pyodide+numpy alone, second and offline visits, and the page's long tasks,

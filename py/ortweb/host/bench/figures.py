@@ -58,7 +58,7 @@ GOALS: dict[str, Goal] = {
                              "x", "<=", 1.05),
     "large_peak_mem_ratio": Goal("ortweb / plain JS, renderer peak memory loading it", "x",
                                  "<=", 1.10),
-    "large_warm_ratio": Goal("second load (Cache Storage) / first load, no request", "x",
+    "large_warm_ratio": Goal("second load (file cache, OPFS) / first load, no request", "x",
                              "<=", 0.5),
     "site_cold_ratio": Goal("ortweb site, first visit to first inference / Pyodide+numpy alone",
                             "x", "<=", 1.05),

@@ -1,8 +1,8 @@
 """The large-model section: a model of about 1 GB of float32 weights in external data.
 
 Per round, in rotating order, each side in a fresh browser profile on disk (empty
-HTTP cache and Cache Storage, a renderer of its own; an off-the-record context would
-refuse to keep the model's file in Cache Storage, see
+HTTP cache and storage, a renderer of its own; an off-the-record context keeps its
+storage in memory, where a user's browser reads the file cache from disk, see
 :class:`~ortweb.host.browser.Profile`): plain onnxruntime-web loading the model by URL
 (``web/large_plain.js``), ortweb loading the same URL, and ortweb loading it from
 Pyodide's file system. Each page starts ORT-web's runtime on a tiny model first, so
@@ -12,7 +12,8 @@ download of this size noticeably, and the plain page has none). Memory is the
 renderer process's peak resident memory during that load, read from the OS
 (``VmHWM``, reset just before the load, :mod:`.procmem`).
 
-The ortweb page then loads the URL a second time, from Cache Storage:
+The ortweb page then loads the URL a second time, from ortweb's file cache (the
+Origin Private File System):
 ``large_warm_ratio`` is that load over the first, recorded only when the second load
 made no request for the model's files. A fourth side loads the URL with
 ``cache=False`` (what keeping the files costs a first load). The >2 GB model
@@ -129,10 +130,10 @@ def large(runtime: Runtime, plan: Plan, rec: Recorder, say: Say, notes: dict[str
             in_fs = {mount + n: f"/tmp/large/{n}" for n in ["model.onnx", *names]}
 
             def warm_load(page: PyodidePage) -> dict[str, Any]:
-                # The files are written to Cache Storage in the background: a later
+                # The files are written to the file cache in the background: a later
                 # visit finds them there, so the second load starts once they are.
                 call(page, "await bench_large_cache_settled()")
-                second = _load(page, url, "wasm", mount)  # from Cache Storage
+                second = _load(page, url, "wasm", mount)  # from the file cache
                 return {"warm_ms": second["ms"], "warm_requests": second["requests"]}
 
             sides: dict[str, Callable[[], dict[str, Any]]] = {
@@ -142,7 +143,7 @@ def large(runtime: Runtime, plan: Plan, rec: Recorder, say: Say, notes: dict[str
                 "path": lambda: measure(lambda pr: _ortweb_page(runtime, pr, warm, in_fs),
                                         lambda p: _load(p, "/tmp/large/model.onnx", "wasm",
                                                         mount)),
-                # What keeping the files in Cache Storage costs the first load.
+                # What keeping the files in the file cache costs the first load.
                 "nocache": lambda: measure(lambda pr: _ortweb_page(runtime, pr, warm),
                                            lambda p: _load(p, url, "wasm", mount, False)),
             }

@@ -252,10 +252,11 @@ class Profile:
     """A Chromium with a fresh on-disk profile (a temporary user-data folder), closed
     with its one context.
 
-    :meth:`Browser.new_context` gives off-the-record contexts, whose Cache Storage
-    refuses a file of 256 MiB ("Unexpected internal error"); a profile on disk keeps
-    it, as a user's browser does. :meth:`new_context` has :class:`Browser`'s form, so
-    a :class:`~.page.PyodidePage` opens in the profile; the profile's processes are
+    :meth:`Browser.new_context` gives off-the-record contexts, which keep their
+    storage in memory (their Cache Storage refuses a file of 256 MiB, "Unexpected
+    internal error"); a profile on disk keeps it on disk, as a user's browser does.
+    :meth:`new_context` has :class:`Browser`'s form, so a :class:`~.page.PyodidePage`
+    opens in the profile; the profile's processes are
     found by its folder (:meth:`renderer_pids`).
     """
 

@@ -3,7 +3,7 @@
 # or by a path in Pyodide's file system) to the ready session, in ms from
 # performance.now(), with Pyodide's heap size before and after (a model fetched by
 # JavaScript should leave it flat) and the requests the page made for the model's
-# files meanwhile (counted from resource timing; a load from Cache Storage makes none).
+# files meanwhile (counted from resource timing; a load from the file cache makes none).
 import json
 
 import js
@@ -38,7 +38,7 @@ async def bench_large_load(source, provider, prefix, cache=True):
 
 
 async def bench_large_cache_settled():
-    """Wait for Cache Storage writes under way (cache_info waits for them)."""
+    """Wait for the file cache's writes under way (cache_info waits for them)."""
     await ortweb.cache_info_async()
     return json.dumps(True)
 
