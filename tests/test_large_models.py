@@ -198,7 +198,8 @@ async def _load_and_run(ortweb_page, url, x):
 
     source = js.location.origin + url if url.startswith("/_") else url  # else a path
     try:
-        sess = await ortweb.InferenceSession.create(source, providers=["wasm"])
+        # Not kept: an off-the-record context holds OPFS in memory, GBs more here.
+        sess = await ortweb.InferenceSession.create(source, providers=["wasm"], cache=False)
     except ortweb.ModelTooLarge as exc:
         return ("ModelTooLarge", str(exc)), None
     (y,) = await sess.run_async(None, {"x": x})
