@@ -14,9 +14,9 @@ renderer process's peak resident memory during that load, read from the OS
 
 The ortweb page then loads the URL a second time, from ortweb's file cache (the
 Origin Private File System): ``large_warm_ratio`` is that load over the first,
-recorded only when the second load made no request for the model's files. A fourth side loads the URL with
-``cache=False`` (what keeping the files costs a first load). The >2 GB model
-(detail rows) and WebGPU loads run once each.
+recorded only when the second load made no request for the model's files. A fourth
+side loads the URL with ``cache=False`` (what keeping the files costs a first load).
+The >2 GB model (detail rows) and WebGPU loads run once each.
 """
 
 from __future__ import annotations
