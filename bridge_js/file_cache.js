@@ -235,7 +235,7 @@ async function names(dir) {
 }
 
 /**
- * The whole entries kept (broken ones are removed on the way).
+ * The whole entries kept, oldest first (broken ones are removed on the way).
  * @param {FileSystemDirectoryHandle} dir
  * @returns {Promise<Entry[]>}
  */
@@ -246,7 +246,7 @@ export async function listEntries(dir) {
     if (whole && entry) kept.push(entry);
     else if (any) await dropIfBroken(dir, name);
   }
-  return kept;
+  return kept.sort((a, b) => String(a.stored).localeCompare(String(b.stored)) || a.url.localeCompare(b.url));
 }
 
 /**

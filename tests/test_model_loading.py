@@ -609,7 +609,7 @@ _START = """async ([url, hold]) => {
   }
   window.__loaded = fetching.fetchFile(url).then(async (got) => ({
     fromCache: got.fromCache,
-    sha256: await fetching.sha256Hex(got.bytes),
+    sha256: got.bytes ? await fetching.sha256Hex(got.bytes) : `HTTP ${got.status}`,
   }));
 }"""
 
@@ -646,17 +646,54 @@ def test_two_pages_download_and_keep_one_file_at_once(ortweb_runtime, ortweb_pag
         for p in (page, other):
             p.evaluate(_START, [url, None])
             assert p.evaluate(_WAIT) == {"fromCache": True, "sha256": sha}
-        # A write under way in one page: the other's load of the URL waits for it and
-        # reads the whole file.
-        assert _clear(ortweb_page) == 1
-        with ortweb_runtime.shared_folder() as (folder, prefix):
-            (folder / "twice.onnx").write_bytes(data)
-            url = origin + prefix + "twice.onnx"
-            page.evaluate(_START, [url, None])
-            assert page.evaluate(_WAIT) == {"fromCache": False, "sha256": sha}
-            other.evaluate(_START, [url, None])
-            got = other.evaluate(_WAIT)
-        assert got["sha256"] == sha, got
+    finally:
+        other.close()
+    assert _clear(ortweb_page) == 1
+
+
+_WRITING = """async ([name, key, size]) => {
+  // What a writer in this page does, stopped halfway: the entry's lock held, the
+  // file written, its sidecar not yet.
+  const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('ortweb-files-v1');
+  const put = async (file, bytes) => {
+    const writable = await (await dir.getFileHandle(file, {create: true})).createWritable();
+    await writable.write(bytes);
+    await writable.close();
+  };
+  await new Promise((held) => navigator.locks.request('ortweb-files-v1/' + name, () => {
+    held();
+    return new Promise((r) => { window.__finish = r; });
+  }));
+  await put(name + '.bin', new Uint8Array(size).map((_, i) => (i * 7) & 255));
+  window.__complete = async () => {
+    const sidecar = {key, url: key, size, sha256: '', stored: new Date().toISOString()};
+    await put(name + '.json', new TextEncoder().encode(JSON.stringify(sidecar)));
+    window.__finish();
+  };
+}"""
+
+
+@pytest.mark.browser
+def test_a_load_in_another_page_waits_for_a_write_under_way(ortweb_page, served_small):
+    import hashlib
+
+    size = 3_000_000
+    sha = hashlib.sha256(((np.arange(size) * 7) & 255).astype(np.uint8).tobytes()).hexdigest()
+    page = ortweb_page.page
+    origin = page.evaluate("location.origin")
+    url = origin + served_small + "not-on-the-server.bin"  # only the cache has it
+    _clear(ortweb_page)
+    other = page.context.new_page()
+    try:
+        other.goto(origin + "/bridge/builds.json")
+        page.evaluate(_WRITING, [_entry_name(url), url, size])
+        other.evaluate(_START, [url, None])
+        other.wait_for_timeout(200)
+        assert other.evaluate("""() => Promise.race([
+          window.__loaded.then(() => 'loaded', () => 'failed'),
+          new Promise((r) => setTimeout(() => r('waiting'), 100))])""") == "waiting"
+        page.evaluate("() => window.__complete()")
+        assert other.evaluate(_WAIT) == {"fromCache": True, "sha256": sha}
     finally:
         other.close()
     assert _clear(ortweb_page) == 1
