@@ -651,6 +651,24 @@ def test_two_pages_download_and_keep_one_file_at_once(ortweb_runtime, ortweb_pag
     assert _clear(ortweb_page) == 1
 
 
+@pytest.mark.browser
+def test_the_old_cache_storage_copy_is_dropped(ortweb_page):
+    # Earlier versions kept the files in Cache Storage under the same name.
+    page = ortweb_page.page
+    other = page.context.new_page()  # a page whose bridge has not opened the cache yet
+    try:
+        other.goto(page.evaluate("location.origin") + "/bridge/builds.json")
+        got = other.evaluate("""async () => {
+          await (await caches.open('ortweb-files-v1')).put('/old.onnx', new Response('old'));
+          const before = await caches.has('ortweb-files-v1');
+          const info = await (await import('/bridge/fetching.js')).cacheInfo();
+          return [before, info.available, await caches.has('ortweb-files-v1')];
+        }""")
+    finally:
+        other.close()
+    assert got == [True, True, False]
+
+
 _WRITING = """async ([name, key, size]) => {
   // What a writer in this page does, stopped halfway: the entry's lock held, the
   // file written, its sidecar not yet.
