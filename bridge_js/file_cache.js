@@ -51,7 +51,7 @@ export function cacheAvailable() {
  */
 export async function openStore() {
   if (!cacheAvailable()) return null;
-  dropOldCache();
+  await dropOldCache();
   try {
     const root = await navigator.storage.getDirectory();
     return await root.getDirectoryHandle(FILE_CACHE, { create: true });
@@ -60,13 +60,13 @@ export async function openStore() {
   }
 }
 
-let oldDropped = false;
+/** @type {Promise<unknown>|null} */
+let oldDropped = null;
 
-/** The Cache Storage cache earlier versions kept these files in: dead weight now. */
+/** Remove the Cache Storage cache earlier versions kept these files in (once a page). */
 function dropOldCache() {
-  if (oldDropped) return;
-  oldDropped = true;
-  globalThis.caches?.delete(FILE_CACHE).catch(() => {});
+  oldDropped ??= globalThis.caches?.delete(FILE_CACHE).catch(() => false) ?? Promise.resolve(false);
+  return oldDropped;
 }
 
 /** @param {string} text */
