@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -510,6 +511,7 @@ def test_relay_cuts_byte_ranges() -> None:
 
 _KILL_TESTS = '''
 import os
+import shutil
 import signal
 import time
 
@@ -578,3 +580,57 @@ def test_browsers_of_one_thread_share_one_playwright() -> None:
         first.close()
     after = getattr(launch._thread, "playwright", None)
     assert (after[1] if after else 0) == held  # the last release stopped it
+
+
+_TWO_EPS = '''
+import json, numpy as np, ortweb
+x = np.arange(4, dtype=np.float32).reshape(2, 2) - 1.5
+outs = []
+for ep in ("wasm", "webgpu"):
+    sess = await ortweb.InferenceSession.create(bytes.fromhex(MODEL), providers=[ep])
+    assert sess.provider == ep, sess.provider
+    outs.append([o.tolist() for o in await sess.run_async(None, {"x": x})])
+    await sess.close_async()
+json.dumps(outs)
+'''
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("kind", ["playwright", "cdp"])
+def test_later_pages_of_a_context_take_large_assets_from_its_cache(
+        request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> None:
+    """Pyodide, numpy and ORT-web's wasm are relayed for the first page of a remote
+    browser's context only; a file changed on the host is relayed again (by sha256)."""
+    from ortweb.host.browser.route import DIGEST_MIN_BYTES
+
+    # A copy of Pyodide's folder (the server refuses links that leave a mount), whose
+    # lock is changed below.
+    mounts = dict(find_assets().mounts())
+    pyodide = tmp_path / "pyodide"
+    shutil.copytree(mounts["/pyodide/"], pyodide)
+    lock = pyodide / "pyodide-lock.json"
+    mounts["/pyodide/"] = pyodide
+    code = f"MODEL = {samples.two_outputs_model().hex()!r}\n" + _TWO_EPS
+    results, large = [], []
+    with StaticServer(mounts) as srv, Browser(endpoint=_endpoint(request, kind)) as browser:
+        _, shared = browser.shared_context(srv.url)
+        for n in range(3):
+            if n == 2:  # a rebuilt file: new bytes, new digest
+                lock.write_text(lock.read_text() + "\n")
+            before = dict(shared.log.relayed)
+            with browser.new_page(srv.url) as page:
+                results.append(json.loads(page.run_python(code)))
+                assert page.blocked_requests == [] and shared.log.blocked == []
+                relayed = {u: n - before.get(u, 0) for u, n in shared.log.relayed.items()}
+                for url, size in page.capture.relayed.items():
+                    relayed[url] = relayed.get(url, 0) + size
+            large.append({u.removeprefix(srv.url.rstrip("/")) for u, size in relayed.items()
+                          if size >= DIGEST_MIN_BYTES})
+    assert {"/pyodide/pyodide.asm.wasm", "/pyodide/python_stdlib.zip",
+            "/pyodide/numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"} <= large[0], large[0]
+    assert any(u.startswith("/ort/") and u.endswith(".wasm") for u in large[0]), large[0]
+    assert large[1] == set(), large[1]
+    assert large[2] == {"/pyodide/pyodide-lock.json"}, large[2]
+    x = np.arange(4, dtype=np.float32).reshape(2, 2) - 1.5
+    want = [(x * 2).tolist(), (-x).tolist()]
+    assert results == [[want, want]] * 3

@@ -25,8 +25,25 @@ let pyodide = null;
 /** @type {any} */
 const w = window;
 
+/**
+ * Put this page under runner-sw.js (the asset cache of a browser elsewhere, see there)
+ * before anything large is fetched; later pages of the context start under it.
+ */
+async function underAssetCache() {
+  const container = navigator.serviceWorker;
+  if (!container) throw new Error('assetCache=sw: this browser has no service workers');
+  if (container.controller) return;
+  const claimed = new Promise((resolve) => container.addEventListener('controllerchange', resolve, { once: true }));
+  await container.register(new URL('./runner-sw.js', import.meta.url).href);
+  const late = new Promise((resolve) => setTimeout(() => resolve('late'), 30000));
+  if (await Promise.race([claimed, late]) === 'late') {
+    console.warn('ortweb: the asset cache (runner-sw.js) did not take this page in 30 s; its files are relayed');
+  }
+}
+
 w.ortwebReady = (async () => {
   try {
+    if (params.get('assetCache') === 'sw') await underAssetCache();
     pyodide = await bootPyodide({
       indexURL: new URL('../pyodide/', import.meta.url).href,
       offlineListURL: new URL('../pyodide/offline-packages.json', import.meta.url).href,

@@ -52,6 +52,8 @@ class PageLog:
         Requests that tried to leave the local server (all refused).
     mirrored : list of str
         Requests a CDN mirror answered from local files.
+    relayed : dict of str to int
+        Bytes of response bodies relayed from the host to a remote browser, by URL.
     """
 
     console: list[ConsoleLine] = field(default_factory=list)
@@ -59,6 +61,7 @@ class PageLog:
     requests: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     mirrored: list[str] = field(default_factory=list)
+    relayed: dict[str, int] = field(default_factory=dict)
 
     def output(self, stream: str = "stdout", start: int = 0) -> str:
         """What Python printed on ``stream``, from console message ``start`` on."""

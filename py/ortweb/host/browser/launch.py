@@ -143,6 +143,7 @@ class Browser:
                 release_playwright()
             raise
         self.version = self._browser.version
+        self._shared: dict[str, tuple[Any, OfflineRouter]] = {}
         self._closed = False
 
     @property
@@ -220,6 +221,23 @@ class Browser:
                 context.close()
                 raise
         return context
+
+    def shared_context(self, origin: str) -> tuple[Any, OfflineRouter]:
+        """The context this remote browser's runner pages share, and its router.
+
+        One per local server (``origin``), open as long as the browser: what the
+        pages' service worker keeps there (``web/runner-sw.js``: Pyodide, numpy,
+        ORT-web's wasm by sha256) is not relayed again for the next page. Each page
+        gets its own log with :meth:`OfflineRouter.attach`.
+        """
+        from .capture import PageLog
+
+        key = origin.rstrip("/")
+        shared = self._shared.get(key)
+        if shared is None or not self.connected:
+            router = OfflineRouter(origin, PageLog())
+            shared = self._shared[key] = (self.new_context(router), router)
+        return shared
 
     def profile(self) -> Profile:
         """A browser with a fresh on-disk profile of its own (see :class:`Profile`)."""

@@ -102,12 +102,18 @@ class PyodidePage:
         self.remote = browser.remote
         #: Why the page became unusable ('' while it works): it crashed or closed.
         self.lost = ""
-        routed = routed or browser.remote
-        self._context = browser.new_context(
-            OfflineRouter(self.base_url, self.capture) if routed else None)
         self._closed = False
+        #: A remote browser's runner pages share a context (and its asset cache).
+        self._router: OfflineRouter | None = None
+        if self.remote:
+            self._context, self._router = browser.shared_context(self.base_url)  # type: ignore[union-attr]
+        else:
+            self._context = browser.new_context(
+                OfflineRouter(self.base_url, self.capture) if routed else None)
         try:
             self.page = self._context.new_page()
+            if self._router is not None:
+                self._router.attach(self.page, self.capture)
             watch(self.page, self.capture, on_output, self.runs.on_control)
             self.page.on("crash", self._on_crash)
             # A remote browser that goes away (its server killed) closes its pages.
@@ -115,6 +121,8 @@ class PyodidePage:
             query = f"?webgpuBuild={webgpu_build}"
             if providers:
                 query += "&providers=" + ",".join(providers)
+            if self.remote:
+                query += "&assetCache=sw"
             self.page.goto(self.base_url + "runner.html" + query)
             ready = self.page.evaluate("() => window.ortwebReady", None)
             self.page.set_default_timeout(boot_timeout * 1000)
@@ -252,7 +260,12 @@ class PyodidePage:
         if self._closed:
             return
         self._closed = True
-        self._context.close()
+        if self._router is None:
+            self._context.close()
+            return
+        self._router.detach(getattr(self, "page", None))
+        if hasattr(self, "page"):
+            self.page.close()
 
     def __enter__(self) -> PyodidePage:
         return self

@@ -11,21 +11,30 @@ server's responses are fetched here, on the host, and handed to the browser
 with ``route.fulfill``, so the remote browser never connects to the host (its
 URLs stay ``http://127.0.0.1:PORT/…``, a secure context, with the server's
 COOP/COEP headers).
+
+A relayed context also answers ``/__ortweb/digest?path=…`` here, with the sha256
+and size of a large file of the local server (:func:`asset_digest`): the runner
+pages' service worker (``web/runner-sw.js``) keeps such files in Cache Storage by
+their sha256, so that later pages of the context get them without the relay.
 """
 
 from __future__ import annotations
 
+import hashlib
 import http.client
+import json
 import re
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from ..serve import content_type_for
 from .capture import PageLog
 
-__all__ = ["CdnMirror", "OfflineRouter", "cdn_mirror", "fetch_from_host"]
+__all__ = ["DIGEST_PATH", "CdnMirror", "OfflineRouter", "asset_digest", "cdn_mirror",
+           "fetch_from_host"]
 
 #: Request headers passed on to the local server when relaying (others are the
 #: browser's own business, or would make the server answer 304 to a browser
@@ -33,6 +42,11 @@ __all__ = ["CdnMirror", "OfflineRouter", "cdn_mirror", "fetch_from_host"]
 _RELAYED_REQUEST_HEADERS = ("range", "accept")
 #: Response headers never handed back (hop-by-hop; the body is whole).
 _HOP_BY_HOP = ("connection", "keep-alive", "transfer-encoding")
+
+#: Where a relayed context asks for a file's sha256 (answered by the router itself).
+DIGEST_PATH = "/__ortweb/digest"
+#: Smaller files get no digest: asking costs about what fetching them does.
+DIGEST_MIN_BYTES = 64 << 10
 
 #: A CDN stand-in: absolute URL → local file to answer with, or None (refused).
 CdnMirror = Callable[[str], Path | None]
@@ -88,6 +102,13 @@ class OfflineRouter:
     ----------
     relayed_bytes : int
         Bytes of response bodies relayed so far.
+
+    Notes
+    -----
+    A context shared by several pages (a remote browser's runner pages, see
+    :meth:`~.launch.Browser.shared_context`) has one router: :meth:`attach` gives
+    each page its own log. A request no page can be named for (a service worker's)
+    goes to ``log``; one refused is also listed on every attached page.
     """
 
     def __init__(self, origin: str, log: PageLog, *, cdn: CdnMirror | None = None,
@@ -98,6 +119,23 @@ class OfflineRouter:
         self.relayed_bytes = 0
         self._cdn = cdn
         self._tamper = tamper
+        self._pages: dict[Any, PageLog] = {}
+
+    def attach(self, page: Any, log: PageLog) -> None:
+        """Record requests of ``page`` (a Playwright page of the context) in ``log``."""
+        self._pages[page] = log
+
+    def detach(self, page: Any) -> None:
+        self._pages.pop(page, None)
+
+    def _log_for(self, request: Any) -> PageLog:
+        if not self._pages:
+            return self.log
+        try:
+            page = request.frame.page
+        except Exception:  # a service worker's request has no frame
+            return self.log
+        return self._pages.get(page, self.log)
 
     def allows(self, url: str) -> bool:
         """Whether ``url`` stays on the local server."""
@@ -105,30 +143,84 @@ class OfflineRouter:
 
     def __call__(self, route: Any) -> None:
         url = route.request.url
-        self.log.requests.append(url)
+        log = self._log_for(route.request)
+        log.requests.append(url)
         if self.allows(url):
             if self.relay and not url.startswith(("data:", "blob:")):
+                if urlsplit(url).path == DIGEST_PATH:
+                    self._digest(route, url)
+                    return
                 status, headers, body = fetch_from_host(
                     url, route.request.method, route.request.headers)
                 self.relayed_bytes += len(body)
+                log.relayed[url] = log.relayed.get(url, 0) + len(body)
                 route.fulfill(status=status, headers=headers, body=body)
             else:
                 route.continue_()
             return
         local = self._cdn(url) if self._cdn is not None else None
         if local is None:
-            self.log.blocked.append(url)
+            log.blocked.append(url)
+            if log is self.log:
+                for page_log in self._pages.values():
+                    page_log.blocked.append(url)
             route.abort()
             return
         body = local.read_bytes()
         if self._tamper is not None:
             body = self._tamper(url, body)
-        self.log.mirrored.append(url)
+        log.mirrored.append(url)
         route.fulfill(status=200, body=body, headers={
             "Content-Type": content_type_for(local),
             "Access-Control-Allow-Origin": "*",
             "Cross-Origin-Resource-Policy": "cross-origin",
         })
+
+    def _digest(self, route: Any, url: str) -> None:
+        path = dict(parse_qsl(urlsplit(url).query)).get("path", "")
+        found = asset_digest(self.origin + path) if path.startswith("/") else None
+        if found is None:
+            route.fulfill(status=404, body="", headers=_NO_STORE)
+            return
+        sha256, size = found
+        route.fulfill(status=200, body=json.dumps({"sha256": sha256, "size": size}),
+                      headers={**_NO_STORE, "Content-Type": "application/json"})
+
+
+_NO_STORE = {"Cache-Control": "no-store", "Cross-Origin-Resource-Policy": "same-origin"}
+_digests: dict[tuple[str, str, str], tuple[str, int]] = {}
+_digests_lock = threading.Lock()
+
+
+def asset_digest(url: str) -> tuple[str, int] | None:
+    """``(sha256, size)`` of the file a server of this host offers at ``url``, or None
+    (not there, or under :data:`DIGEST_MIN_BYTES`).
+
+    Hashed once per version of the file (its URL, size and modification time, which
+    a ``HEAD`` request gives); a rebuilt file gets a new digest.
+    """
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+    try:
+        conn.request("HEAD", parts.path)
+        head = conn.getresponse()
+        head.read()
+        length = head.getheader("Content-Length", "")
+        key = (url, length, head.getheader("Last-Modified", ""))
+        if head.status != 200 or not length.isdigit() or int(length) < DIGEST_MIN_BYTES:
+            return None
+    finally:
+        conn.close()
+    with _digests_lock:
+        if key in _digests:
+            return _digests[key]
+    status, _, body = fetch_from_host(url)
+    if status != 200:
+        return None
+    found = (hashlib.sha256(body).hexdigest(), len(body))
+    with _digests_lock:
+        _digests[key] = found
+    return found
 
 
 def fetch_from_host(url: str, method: str = "GET", headers: Mapping[str, str] | None = None,
