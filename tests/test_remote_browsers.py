@@ -129,6 +129,51 @@ def test_known_failure_scoped_to_an_adapter(tmp_path: Path) -> None:
         "node/test_abs [webgpu]"]
 
 
+def test_tether_relays_until_cut_and_watchdog_sees_silence(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ortweb.host.browser.watchdog import Tether, Watchdog, freeze_timeout
+
+    # A peer that answers, through the tether; cut, the connection ends at once.
+    with socket.create_server(("127.0.0.1", 0)) as peer:
+        tether = Tether("127.0.0.1", peer.getsockname()[1])
+        client = socket.create_connection(("127.0.0.1", tether.port), timeout=10)
+        far, _ = peer.accept()
+        client.sendall(b"ping")
+        assert far.recv(4) == b"ping"
+        far.sendall(b"pong")
+        assert client.recv(4) == b"pong"
+        tether.cut()
+        tether.cut()
+        assert client.recv(4) == b""  # closed under the waiting client
+        client.close()
+        far.close()
+        # A peer that accepts but never answers (as a stopped process's socket does).
+        frozen: list[str] = []
+        t0 = time.monotonic()
+        dog = Watchdog(f"http://127.0.0.1:{peer.getsockname()[1]}/", 1.0, frozen.append)
+        while not frozen and time.monotonic() - t0 < 10:
+            time.sleep(0.05)
+        assert frozen and "no answer to a heartbeat" in frozen[0], frozen
+        dog.stop()
+    # Refused: gone, not frozen (Playwright sees the connection close).
+    quiet: list[str] = []
+    dog = Watchdog(f"http://127.0.0.1:{_free_port()}/", 0.5, quiet.append)
+    time.sleep(1.5)  # three heartbeats refused
+    with dog.deadline("a quick call"):
+        pass
+    time.sleep(1.0)
+    assert quiet == []
+    with dog.deadline("a slow call"):
+        time.sleep(1.0)
+    assert quiet == ["a slow call did not return in 0.5 s"]
+    dog.stop()
+    monkeypatch.setenv("ORTWEB_BROWSER_FREEZE_TIMEOUT", "7.5")
+    assert freeze_timeout() == 7.5 and freeze_timeout(3) == 3
+    monkeypatch.setenv("ORTWEB_BROWSER_FREEZE_TIMEOUT", "soon")
+    with pytest.raises(BrowserError, match="ORTWEB_BROWSER_FREEZE_TIMEOUT: expected seconds"):
+        freeze_timeout()
+
+
 # -- the remote browsers ------------------------------------------------------------------
 
 
@@ -634,3 +679,107 @@ def test_later_pages_of_a_context_take_large_assets_from_its_cache(
     x = np.arange(4, dtype=np.float32).reshape(2, 2) - 1.5
     want = [(x * 2).tolist(), (-x).tolist()]
     assert results == [[want, want]] * 3
+
+
+def _browser_group_of(server: _Remote) -> int:
+    """The process group of the Chromium a Playwright server launched (its own group)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid, pgid = (int(v) for v in stat[stat.rindex(")") + 2:].split()[1:3])
+        if ppid == server.proc.pid and pgid != server.proc.pid:
+            return pgid
+    raise AssertionError("the Playwright server launched no browser")
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(600)  # broken, it would wait for ever
+@pytest.mark.parametrize("frozen", ["server", "server-browser", "devtools"])
+def test_a_browser_frozen_mid_run_costs_its_case_only(
+        request: pytest.FixtureRequest, tmp_path: Path, frozen: str) -> None:
+    """A remote browser (or its server) stopped whole, its connection open, is cut loose
+    within the freeze timeout: its case is reported hung, its endpoint dropped, and the
+    run ends on the rest of the pool."""
+    if frozen == "devtools":
+        doomed: _Remote = CdpChromium(tmp_path / "profile")
+        healthy = _endpoint(request, "playwright")
+    else:
+        doomed = PlaywrightServer(tmp_path / "log")
+        healthy = _endpoint(request, "cdp")
+    cases = load_cases(["node"], r"^test_(abs|relu|neg|sigmoid|tanh|exp|sqrt|floor|ceil|"
+                                 r"reciprocal|sign|softsign)$")
+    opened: list[Any] = []
+    stopped: list[int] = []
+
+    def freeze() -> None:
+        group = _browser_group_of(doomed) if frozen == "server-browser" else doomed.proc.pid
+        os.killpg(group, signal.SIGSTOP)
+        stopped.append(group)
+
+    def on_page(page: Any) -> None:
+        opened.append(page)
+        if len(opened) == 2:  # slot 1's page, on the doomed endpoint: freeze it as it works
+            threading.Timer(0.5, freeze).start()
+
+    logs: list[str] = []
+    t0 = time.monotonic()
+    try:
+        with StaticServer(find_assets().mounts()) as srv, \
+                BrowserPool([healthy, doomed.url], freeze_timeout=10, log=logs.append) as pool:
+            runtime = Runtime(find_assets(), srv, pool)
+            results, _ = run_browser(runtime, cases, "wasm", jobs=2, batch_size=3,
+                                     case_timeout=30, on_page=on_page, log=logs.append)
+            assert pool.browser(1) is pool.browser(0)
+            elapsed = time.monotonic() - t0
+    finally:
+        for group in stopped:
+            os.killpg(group, signal.SIGKILL)
+        doomed.kill()
+    assert stopped, logs
+    assert set(results) == {c.id for c in cases}, logs
+    lost = {k: o for k, o in results.items() if o.error_type == "PageFailure"}
+    assert len(lost) == 1, (lost, logs)
+    (outcome,) = lost.values()
+    assert outcome.error.startswith("the page hung: "), outcome.error
+    if frozen != "server-browser":  # the heartbeat noticed; else the case timeout did
+        assert f"its browser at {doomed.url} stopped answering (no answer to a heartbeat" \
+               in outcome.error, outcome.error
+    assert outcome.details["browser"]["endpoint"] == doomed.url
+    others = [o for k, o in results.items() if k not in lost]
+    assert all(not o.error for o in others), [o.error for o in others if o.error]
+    assert list(pool.dropped) == [1] and "stopped answering" in pool.dropped[1], logs
+    assert elapsed < 240, (elapsed, logs)
+
+
+_FREEZE_TESTS = _KILL_TESTS.replace("test_killed", "test_frozen").replace(
+    "signal.SIGKILL)\n    time.sleep(2)\n", "signal.SIGSTOP)\n")
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(600)
+def test_pytest_plugin_drops_a_browser_that_froze(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        cdp_browser: CdpChromium) -> None:
+    assert "SIGSTOP" in _FREEZE_TESTS and "test_frozen" in _FREEZE_TESTS
+    doomed = PlaywrightServer(tmp_path / "log")
+    try:
+        monkeypatch.setenv("DOOMED_PGID", str(doomed.proc.pid))
+        monkeypatch.setenv("ORTWEB_BROWSER_FREEZE_TIMEOUT", "10")
+        pytester.makepyfile(test_freeze=textwrap.dedent(_FREEZE_TESTS))
+        result = pytester.runpytest_subprocess(
+            "--ortweb-browser-endpoint", doomed.url, "--ortweb-browser-endpoint",
+            cdp_browser.url, "-p", "no:cacheprovider", "-rA", timeout=400)
+    finally:
+        doomed.kill()
+    out = result.stdout.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 2 and outcomes.get("failed") == 1, out
+    result.stdout.fnmatch_lines(["PASSED test_freeze.py::test_before",
+                                 "PASSED test_freeze.py::test_after",
+                                 "FAILED test_freeze.py::test_frozen*"])
+    assert f"the page stopped responding: its browser at {doomed.url} stopped answering " \
+           "(no answer to a heartbeat" in out, out

@@ -238,6 +238,11 @@ class ModulePage(PageKeeper):
             ) from None
         except PageFailure as exc:
             self.discard(f"failed: {exc}")
+            if page.frozen:
+                raise BrowserTimeout(
+                    f"the page stopped responding: {page.frozen}; the browser was dropped "
+                    "and the next test gets a new page on the pool's next browser"
+                ) from None
             raise BrowserError(f"the page failed while running the test: {exc}") from None
         if result.get("timedOut"):
             self.discard(f"stuck in an await past a {budget:g} s timeout")

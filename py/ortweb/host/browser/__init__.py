@@ -10,6 +10,7 @@ Every host tool that opens a browser goes through this package: ``ortweb run``,
                a fresh on-disk profile (:class:`Profile`)
 ``endpoint``   browsers elsewhere: a Playwright server or a DevTools (CDP) endpoint
 ``pool``       the browsers of a run's slots, from endpoints (round robin, replaced)
+``watchdog``   notice a browser elsewhere that froze (heartbeat, deadlines) and cut it loose
 ``where``      where pages run: endpoint, browser version, WebGPU adapter
 ``route``      keep a browser context offline: only the local server (or a CDN mirror),
                relayed from the host to a remote browser

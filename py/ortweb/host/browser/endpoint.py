@@ -191,8 +191,28 @@ def _explain(endpoint: Endpoint, exc: BaseException) -> BrowserError:
     return BrowserError(f"browser endpoint {endpoint.text}: cannot connect ({first})")
 
 
+def _through(url: str, port: int | None) -> str:
+    """``url`` with its host and port replaced by ``127.0.0.1:port`` (a tether)."""
+    if port is None:
+        return url
+    return urlunsplit(urlsplit(url)._replace(netloc=f"127.0.0.1:{port}"))
+
+
+def _devtools_url(endpoint: Endpoint, timeout: float) -> str:
+    """The browser's DevTools WebSocket URL, asked from an ``http://`` endpoint."""
+    parts = urlsplit(endpoint.url)
+    url = urlunsplit((parts.scheme, parts.netloc, "/json/version", "", ""))
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return str(json.loads(response.read(65536))["webSocketDebuggerUrl"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise BrowserError(f"browser endpoint {endpoint.text}: cannot connect ({reason})"
+                           ) from None
+
+
 def connect(playwright: Any, endpoint: Endpoint, args: Sequence[str], *,
-            timeout: float = 30.0) -> tuple[Any, Endpoint]:
+            timeout: float = 30.0, tether: int | None = None) -> tuple[Any, Endpoint]:
     """Connect to ``endpoint``: a Playwright ``Browser`` and the endpoint, its kind decided.
 
     Parameters
@@ -204,6 +224,9 @@ def connect(playwright: Any, endpoint: Endpoint, args: Sequence[str], *,
         CDP endpoints, whose browser is already running).
     timeout : float
         Seconds for the connection (and, on a Playwright server, its launch).
+    tether : int, optional
+        The port of a :class:`~.watchdog.Tether` to the endpoint, to connect through
+        (a DevTools endpoint's WebSocket URL is asked first, then taken there).
 
     Raises
     ------
@@ -215,11 +238,15 @@ def connect(playwright: Any, endpoint: Endpoint, args: Sequence[str], *,
     endpoint = endpoint.resolve(min(timeout, 10.0))
     try:
         if endpoint.kind == "cdp":
-            browser = playwright.chromium.connect_over_cdp(endpoint.url, timeout=timeout * 1000)
+            url = endpoint.url
+            if tether is not None and urlsplit(url).scheme.lower() in ("http", "https"):
+                url = _devtools_url(endpoint, min(timeout, 10.0))
+            browser = playwright.chromium.connect_over_cdp(_through(url, tether),
+                                                           timeout=timeout * 1000)
         else:
             url, options = _launch_url(endpoint.url, {"headless": True, "args": list(args)})
             browser = playwright.chromium.connect(
-                url, timeout=timeout * 1000,
+                _through(url, tether), timeout=timeout * 1000,
                 headers={"x-playwright-launch-options": json.dumps(options)},
             )
     except PlaywrightError as exc:

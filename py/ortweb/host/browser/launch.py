@@ -10,12 +10,16 @@ import os
 import shutil
 import tempfile
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..errors import BrowserError
 from .endpoint import Endpoint, connect, parse_endpoint
 from .route import OfflineRouter
+from .watchdog import Tether, Watchdog, heartbeat_url
+from .watchdog import freeze_timeout as _freeze_timeout
 
 if TYPE_CHECKING:
     from .page import PyodidePage
@@ -109,6 +113,10 @@ class Browser:
         :mod:`.endpoint`): every context it opens is relayed from the host.
     connect_timeout : float
         Seconds to connect to ``endpoint``.
+    freeze_timeout : float, optional
+        Seconds without an answer before a browser elsewhere counts as frozen and is
+        cut loose (see :mod:`.watchdog`; default ``$ORTWEB_BROWSER_FREEZE_TIMEOUT``,
+        else 60).
 
     Attributes
     ----------
@@ -116,17 +124,23 @@ class Browser:
         Where the browser runs (None: launched here).
     version : str
         The browser's version.
+    frozen : str
+        Why a browser elsewhere was cut loose ('' while it answers).
     """
 
     def __init__(self, executable: str | None = None, webgpu: bool = True,
                  *, playwright: Any = None, endpoint: str | Endpoint | None = None,
-                 connect_timeout: float = 30.0):
+                 connect_timeout: float = 30.0, freeze_timeout: float | None = None):
         if isinstance(endpoint, str):
             endpoint = parse_endpoint(endpoint)
         self.executable = find_chromium(executable) if endpoint is None else ""
         self.webgpu = webgpu
         self.endpoint: Endpoint | None = endpoint
         self._connect_timeout = connect_timeout
+        self._freeze_timeout = freeze_timeout
+        self.frozen = ""
+        self._tether: Tether | None = None
+        self._watchdog: Watchdog | None = None
         self._owns_pw = playwright is None
         self._pw = acquire_playwright() if playwright is None else playwright
         try:
@@ -136,9 +150,21 @@ class Browser:
                     executable_path=self.executable, headless=True, args=args
                 )
             else:
-                self._browser, self.endpoint = connect(self._pw, endpoint, args,
-                                                       timeout=connect_timeout)
+                timeout = _freeze_timeout(freeze_timeout)
+                parts = urlsplit(endpoint.url)
+                # TLS endpoints are not relayed (the host would have to speak TLS for
+                # them): the heartbeat still notices a freeze, but cannot unblock a call.
+                if parts.scheme.lower() in ("ws", "http") and parts.hostname:
+                    self._tether = Tether(parts.hostname, parts.port or 80, connect_timeout)
+                self._browser, self.endpoint = connect(
+                    self._pw, endpoint, args, timeout=connect_timeout,
+                    tether=self._tether.port if self._tether is not None else None)
+                self._watchdog = Watchdog(heartbeat_url(self.endpoint.url, self.endpoint.kind
+                                                        or "playwright"),
+                                          timeout, self._on_freeze)
         except BaseException:
+            if self._tether is not None:
+                self._tether.cut()
             if self._owns_pw:
                 release_playwright()
             raise
@@ -153,22 +179,37 @@ class Browser:
 
     @property
     def connected(self) -> bool:
-        """Whether the browser is still there (a remote one can go away)."""
-        return not self._closed and bool(self._browser.is_connected())
+        """Whether the browser is still there (a remote one can go away, or freeze)."""
+        return not self._closed and not self.frozen and bool(self._browser.is_connected())
 
     def alive(self) -> bool:
         """Whether the browser answers now (a round trip: a context opened and closed).
 
         :attr:`connected` learns that a remote browser went away only when
-        Playwright has handled the news; this asks.
+        Playwright has handled the news; this asks (within the freeze timeout).
         """
         if not self.connected:
             return False
         try:
-            self._browser.new_context().close()
+            with self.bounded("a round trip"):
+                self._browser.new_context().close()
         except Exception:
             return False
-        return True
+        return not self.frozen
+
+    def _on_freeze(self, reason: str) -> None:
+        where = self.endpoint.text if self.endpoint is not None else "local"
+        self.frozen = f"its browser at {where} stopped answering ({reason})"
+        if self._tether is not None:
+            self._tether.cut()
+
+    def bounded(self, what: str) -> Any:
+        """A context in which a call on a browser elsewhere must return within the
+        freeze timeout, or the browser counts as frozen and is cut loose (every call
+        waiting on it raises); no limit on a browser launched here."""
+        if self._watchdog is None:
+            return nullcontext()
+        return self._watchdog.deadline(what)
 
     @property
     def name(self) -> str:
@@ -189,7 +230,8 @@ class Browser:
             raise BrowserError(f"browser endpoint {self.endpoint.text} is a running browser "
                                "(DevTools): it has no sibling with other flags")
         return Browser(self.executable or None, webgpu=webgpu, playwright=self._pw,
-                       endpoint=self.endpoint, connect_timeout=self._connect_timeout)
+                       endpoint=self.endpoint, connect_timeout=self._connect_timeout,
+                       freeze_timeout=self._freeze_timeout)
 
     def new_context(self, router: OfflineRouter | None = None, *,
                     origin: str | None = None) -> Any:
@@ -254,8 +296,13 @@ class Browser:
             return
         self._closed = True
         try:
-            self._browser.close()
+            with self.bounded("closing the browser"):
+                self._browser.close()
         finally:
+            if self._watchdog is not None:
+                self._watchdog.stop()
+            if self._tether is not None:
+                self._tether.cut()
             if self._owns_pw:
                 release_playwright()
 

@@ -100,6 +100,7 @@ class PyodidePage:
         self.on_output = on_output
         self.runs = Runs(self)
         self.remote = browser.remote
+        self._browser = browser
         #: Why the page became unusable ('' while it works): it crashed or closed.
         self.lost = ""
         self._closed = False
@@ -134,12 +135,18 @@ class PyodidePage:
 
     # -- plumbing ----------------------------------------------------------------
 
+    @property
+    def frozen(self) -> str:
+        """Why the page's browser elsewhere was cut loose as frozen ('' if it was not;
+        see :mod:`.watchdog`)."""
+        return str(getattr(self._browser, "frozen", ""))
+
     def _on_crash(self, _: Any) -> None:
         self.lost = "the page crashed"
 
     def _on_close(self, _: Any) -> None:
         if not self._closed:
-            self.lost = self.lost or "the page closed (its browser went away)"
+            self.lost = self.lost or self.frozen or "the page closed (its browser went away)"
 
     def pump(self, ms: int) -> bool:
         """Let Playwright deliver the page's events for ``ms``; False once the page is gone.
@@ -151,8 +158,8 @@ class PyodidePage:
             return False
         try:
             self.page.wait_for_timeout(ms)
-        except Exception as exc:  # closed or crashed: the caller replaces the page
-            self.lost = self.lost or str(exc)
+        except Exception as exc:  # closed, crashed or frozen: the caller replaces the page
+            self.lost = self.lost or self.frozen or str(exc)
             return False
         return True
 
@@ -265,7 +272,9 @@ class PyodidePage:
             return
         self._router.detach(getattr(self, "page", None))
         if hasattr(self, "page"):
-            self.page.close()
+            # A page whose browser froze behind a live server would keep this waiting.
+            with self._browser.bounded("closing a page"):  # type: ignore[union-attr]
+                self.page.close()
 
     def __enter__(self) -> PyodidePage:
         return self

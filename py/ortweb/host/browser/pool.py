@@ -3,8 +3,8 @@
 A run asks for the browser of a *slot* (a pytest-xdist worker, a conformance
 job): slot ``k`` gets endpoint ``(start + k) % n``. A browser that went away
 (its server killed, its machine gone) is connected again when asked for; an
-endpoint that no longer answers is dropped from the pool, and the slot gets
-the next one that does.
+endpoint that no longer answers, or whose browser froze (:mod:`.watchdog`), is
+dropped from the pool, and the slot gets the next one that does.
 """
 
 from __future__ import annotations
@@ -35,18 +35,24 @@ class BrowserPool:
         The endpoint of slot 0 (a pytest-xdist worker's number: round robin).
     connect_timeout : float
         Seconds to connect to one endpoint.
+    freeze_timeout : float, optional
+        Seconds without an answer before a browser counts as frozen: it is cut loose
+        and its endpoint dropped (see :mod:`.watchdog`; default
+        ``$ORTWEB_BROWSER_FREEZE_TIMEOUT``, else 60).
     log : callable, optional
         Told when a browser went away or an endpoint is dropped.
     """
 
     def __init__(self, endpoints: Sequence[str | Endpoint] = (), *,
                  executable: str | None = None, webgpu: bool = True, start: int = 0,
-                 connect_timeout: float = 30.0, log: Callable[[str], None] | None = None):
+                 connect_timeout: float = 30.0, freeze_timeout: float | None = None,
+                 log: Callable[[str], None] | None = None):
         self.endpoints = [parse_endpoint(e) if isinstance(e, str) else e for e in endpoints]
         self.executable = executable
         self.webgpu = webgpu
         self.start = start
         self.connect_timeout = connect_timeout
+        self.freeze_timeout = freeze_timeout
         self._log = log or (lambda line: None)
         self._browsers: dict[int, Browser] = {}
         #: Endpoint index → why it was dropped.
@@ -69,7 +75,8 @@ class BrowserPool:
     def _open(self, index: int) -> Browser:
         endpoint = self.endpoints[index] if self.endpoints else None
         return Browser(self.executable, webgpu=self.webgpu, playwright=self._playwright(),
-                       endpoint=endpoint, connect_timeout=self.connect_timeout)
+                       endpoint=endpoint, connect_timeout=self.connect_timeout,
+                       freeze_timeout=self.freeze_timeout)
 
     def browser(self, slot: int = 0) -> Browser:
         """The connected browser of ``slot``, connected (again) now if need be.
@@ -91,6 +98,12 @@ class BrowserPool:
             if browser is not None and browser.connected:
                 self._slots[slot] = index
                 return browser
+            if browser is not None and browser.frozen:
+                # Connecting again would only wait on it once more.
+                self.dropped[index] = browser.frozen
+                self._log(f"dropped from the pool: {browser.frozen}")
+                self._forget(index)
+                continue
             if browser is not None:
                 self._log(f"{browser.name} went away; connecting again")
                 self._forget(index)
@@ -118,7 +131,9 @@ class BrowserPool:
         next endpoint's (see :meth:`browser`)."""
         index = self._slots.get(slot)
         browser = self._browsers.get(index) if index is not None else None
-        if index is not None and browser is not None and not browser.alive():
+        # A frozen one stays, for browser() to drop its endpoint.
+        if index is not None and browser is not None and not browser.alive() \
+                and not browser.frozen:
             self._log(f"{browser.name} went away; connecting again")
             self._forget(index)
         return self.browser(slot)

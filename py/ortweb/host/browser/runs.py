@@ -153,7 +153,7 @@ class Runs:
         try:
             return self._owner.page.evaluate(expression, arg)
         except PlaywrightError as exc:
-            raise PageFailure(str(exc)) from None
+            raise PageFailure(self._owner.frozen or str(exc)) from None
 
     def start(self, code: str, filename: str, deadline: float | None = None) -> int:
         """Start ``code`` (``runPythonAsync``) and return its id at once.

@@ -253,6 +253,9 @@ class _BrowserRun:
         return [rest] if rest else []
 
     def _crash_message(self, slot: _Slot) -> str:
+        page = slot.page
+        if page is not None and page.frozen:
+            return f"the page hung: {page.frozen}"
         pool = self.runtime.pool
         where = (slot.where or {}).get("endpoint", "local")
         if where != "local" and pool is not None and not pool.connected(slot.index):
