@@ -81,7 +81,10 @@ class PyodidePage:
         (those leaving the local server are refused and listed). False: none on a
         local browser, for a page timed against a plain anchor that has none
         (Playwright's request interception slows a 1 GiB download by a fifth);
-        :attr:`blocked_requests` then stays empty. A remote browser is always routed.
+        :attr:`blocked_requests` then stays empty. A remote browser is always routed;
+        there, False gives the page a context of its own instead of the one its
+        browser's runner pages share (:meth:`~.launch.Browser.shared_context`), so a
+        cold page timed against its anchor fetches everything, as the anchor does.
     """
 
     def __init__(
@@ -106,11 +109,12 @@ class PyodidePage:
         self._closed = False
         #: A remote browser's runner pages share a context (and its asset cache).
         self._router: OfflineRouter | None = None
-        if self.remote:
+        shared = self.remote and routed
+        if shared:
             self._context, self._router = browser.shared_context(self.base_url)  # type: ignore[union-attr]
         else:
             self._context = browser.new_context(
-                OfflineRouter(self.base_url, self.capture) if routed else None)
+                OfflineRouter(self.base_url, self.capture) if routed or self.remote else None)
         try:
             self.page = self._context.new_page()
             if self._router is not None:
@@ -122,7 +126,7 @@ class PyodidePage:
             query = f"?webgpuBuild={webgpu_build}"
             if providers:
                 query += "&providers=" + ",".join(providers)
-            if self.remote:
+            if shared:
                 query += "&assetCache=sw"
             self.page.goto(self.base_url + "runner.html" + query)
             ready = self.page.evaluate("() => window.ortwebReady", None)
