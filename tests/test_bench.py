@@ -84,6 +84,10 @@ def test_site_section_one_round(ortweb_runtime) -> None:
     assert 0.2 < figures["site_cold_ratio"]["median"] < 5
     assert 0.05 < figures["site_warm_ratio"]["median"] < 5
     assert details["site_offline_visit_ms"]["median"] > 0
+    # The first visit already boots from the snapshot the build ships.
+    assert details["site_first_visit_from_snapshot"]["median"] == 1
+    assert details["site_second_visit_from_snapshot"]["median"] == 1
+    assert 1 < details["site_snapshot_shipped_mb"]["median"] < 20
     # Every file of a wasm-only site is needed by its first inference.
     assert details["site_first_visit_bytes"]["median"] == pytest.approx(
         notes["site_size_mb"] * 1e6, rel=0.05)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
@@ -54,11 +55,11 @@ def _native() -> list[np.ndarray]:
     return [np.asarray(v) for v in sess.run(None, {"x": X})]
 
 
-def _build(folder: Path, out: Path, version: int) -> Path:
+def _build(folder: Path, out: Path, version: int, **kw: Any) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "two.onnx").write_bytes(samples.two_outputs_model())
     (folder / "app.py").write_text(f"VERSION = {version}\n" + APP)
-    build_site(folder / "two.onnx", folder / "app.py", out, providers=["wasm"])
+    build_site(folder / "two.onnx", folder / "app.py", out, providers=["wasm"], **kw)
     return out
 
 

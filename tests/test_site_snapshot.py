@@ -1,11 +1,17 @@
-"""Pyodide's memory snapshot in a worker-mode site (``web/site/snapshot.js``), in real
-Chromium: the first visit stores one once ready, the second and the offline visit boot
-from it with the same outputs, a damaged snapshot is dropped for a usual boot (and made
-again), and the key changes with Pyodide's core files, so another build's snapshot is
-never used."""
+"""Pyodide's memory snapshot in a site (``web/site/snapshot.js``), in real Chromium.
+
+Made at build time (:mod:`ortweb.host.build.pyodide_snapshot`, with Node.js): the first
+visit already boots from it, in worker and main-thread mode, with the visitor's LANG and
+the same outputs; one that does not restore gives a usual boot; a changed file fails the
+page by name. Made in the browser (a worker-mode site built with ``snapshot=False``):
+the first visit stores one once ready, the second and the offline visit boot from it
+with the same outputs, a damaged snapshot is dropped for a usual boot (and made again),
+and the key changes with Pyodide's core files, so another build's snapshot is never
+used."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -13,9 +19,12 @@ import numpy as np
 import pytest
 
 from ortweb.host.browser import Browser, Runtime
+from ortweb.host.build import site as site_module
+from ortweb.host.build.assets import find_assets
+from ortweb.host.build.pyodide_snapshot import Snapshot, make_snapshot, runtime_id
 from ortweb.host.serve import StaticServer
-from ortweb.host.sitepage import SiteContext, SitePage
-from test_site_offline import X, _build, _native
+from ortweb.host.sitepage import SiteContext, SiteFailure, SitePage
+from test_site_offline import APP, X, _build, _native
 
 pytestmark = pytest.mark.browser
 
@@ -57,9 +66,142 @@ def _stored_snapshots(page: SitePage) -> list[str]:
     }"""))
 
 
+#: What a fresh boot in a browser gives (Emscripten's defaults there).
+_FACTS = """
+def facts():
+    import os
+    import random
+    import sys
+    return {"lang": os.environ["LANG"], "executable": sys.executable,
+            "random": random.random()}
+"""
+
+#: The LANG Emscripten gives a fresh boot in this browser.
+_BROWSER_LANG = "() => `${(navigator.languages?.[0] ?? 'C').replace('-', '_')}.UTF-8`"
+
+
+def _facts_site(tmp_path: Path, **kw) -> Path:
+    folder = tmp_path / "in"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "two.onnx").write_bytes(_two_outputs())
+    (folder / "app.py").write_text("VERSION = 1\n" + APP + _FACTS)
+    out = tmp_path / "site"
+    site_module.build_site(folder / "two.onnx", folder / "app.py", out, providers=["wasm"], **kw)
+    return out
+
+
+def _two_outputs() -> bytes:
+    from ortweb.testing import samples
+
+    return samples.two_outputs_model()
+
+
+@pytest.mark.parametrize("worker", [True, False], ids=["worker", "main-thread"])
+def test_the_first_visit_boots_from_the_build_snapshot(browser: Browser, tmp_path: Path,
+                                                       worker: bool) -> None:
+    site = _facts_site(tmp_path, worker=worker)
+    config = json.loads((site / "ortweb-manifest.json").read_text())
+    assert "ortweb/pyodide-snapshot.gz" in config["files"]
+    want = _native()
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        with ctx.open(server.url) as first:
+            assert first.evaluate("() => window.ortweb.pythonBoot") == "snapshot"
+            _check(first, want)
+            assert [u for u in first.progress() if u.endswith("/pyodide-snapshot.gz")]
+            timings = first.timings()
+            assert timings["boot"] <= timings["interpreter"] <= timings["pyodide"]
+            facts = first.call("facts")
+            # Node made it, yet Python sees what a fresh boot in this browser sees.
+            lang = first.evaluate(_BROWSER_LANG)
+            assert lang != "C.UTF-8" and facts["lang"] == lang, facts
+            assert facts["executable"] == "/home/pyodide/this.program", facts
+            if worker:
+                # The build shipped one: the page makes none.
+                made = first.evaluate("() => window.ortweb.snapshot")
+                assert made["stored"] is False, made
+                place = first.evaluate(_PLACE)
+                # The build's id of Pyodide's core files is the browser's.
+                assert place["key"].endswith("runtime=" + runtime_id(find_assets().pyodide))
+        with ctx.open(server.url) as again:
+            assert again.evaluate("() => window.ortweb.pythonBoot") == "snapshot"
+            _check(again, want)
+            # `random` is seeded again on every restore.
+            assert again.call("facts")["random"] != facts["random"]
+        assert not ctx.blocked
+
+
+@pytest.mark.parametrize("worker", [True, False], ids=["worker", "main-thread"])
+def test_a_snapshot_of_another_jspi_api_is_neither_fetched_nor_used(
+        browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: bool) -> None:
+    """A snapshot records the JSPI API of the engine that made it: a site whose config
+    names one this browser lacks (Node's old ``Suspender``) boots as usual, without
+    the page downloading the file."""
+    monkeypatch.setattr(site_module, "SNAPSHOT_JSPI", "Suspender")
+    site = _facts_site(tmp_path, worker=worker)
+    want = _native()
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        with ctx.open(server.url) as page:
+            assert page.evaluate("() => 'Suspender' in WebAssembly") is False
+            assert page.evaluate("() => window.ortweb.pythonBoot") == "fresh"
+            _check(page, want)
+            # The page never downloaded it (the service worker may still keep it for
+            # offline visits, with every file of the manifest).
+            rows = page.progress()
+            assert rows and not [u for u in rows if u.endswith("/pyodide-snapshot.gz")], rows
+            can = page.evaluate("""async () => {
+                const { canRestoreBuilt } = await import('./ortweb/snapshot.js');
+                return [{}, {snapshot: null}, {snapshot: {jspi: 'Suspender'}},
+                        {snapshot: {jspi: 'Suspending'}}].map(canRestoreBuilt);
+            }""")
+            assert can == [False, False, False, True]
+
+
+def _foreign(tmp_path: Path) -> Path:
+    """The real snapshot with one byte of its build id changed, gzipped."""
+    real = make_snapshot(find_assets().pyodide, find_assets().root / "build" / "snapshots")
+    assert real.path is not None, real.reason
+    raw = bytearray(gzip.decompress(real.path.read_bytes()))
+    raw[20] ^= 0xFF
+    out = tmp_path / "foreign.snapshot.gz"
+    out.write_bytes(gzip.compress(bytes(raw)))
+    return out
+
+
+@pytest.mark.parametrize("worker", [True, False], ids=["worker", "main-thread"])
+def test_a_build_snapshot_that_does_not_restore_boots_as_usual(
+        browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: bool) -> None:
+    junk = tmp_path / "junk.snapshot.gz"
+    junk.write_bytes(gzip.compress(bytes(4096)))
+    want = _native()
+    # What the build ships: not a snapshot at all, then one of another Pyodide build.
+    for shipped, warning in ((junk, "is not a whole Pyodide snapshot"),
+                             (_foreign(tmp_path), "did not restore")):
+        monkeypatch.setattr(site_module, "make_snapshot", lambda *a, f=shipped, **k: Snapshot(f))
+        site = _facts_site(tmp_path / shipped.stem, worker=worker)
+        with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+            with ctx.open(server.url) as page:
+                assert page.evaluate("() => window.ortweb.pythonBoot") == "fresh"
+                _check(page, want)
+                warned = [c.text for c in page.console if warning in c.text]
+                assert warned, [c.text for c in page.console][-10:]
+
+
+def test_a_changed_build_snapshot_fails_the_page_by_name(browser: Browser,
+                                                         tmp_path: Path) -> None:
+    site = _facts_site(tmp_path)
+    shipped = site / "ortweb" / "pyodide-snapshot.gz"
+    body = shipped.read_bytes()
+    # Changed after the build: still a gzip of a snapshot, but not the manifest's.
+    shipped.write_bytes(body[:-1] + bytes([body[-1] ^ 1]))
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        with pytest.raises(SiteFailure, match=r"ortweb/pyodide-snapshot\.gz does not match the "
+                                              "site's manifest"):
+            ctx.open(server.url, timeout=120)
+
+
 def test_second_and_offline_visit_boot_from_the_snapshot(browser: Browser,
                                                           tmp_path: Path) -> None:
-    site = _build(tmp_path / "in", tmp_path / "site", 1)
+    site = _build(tmp_path / "in", tmp_path / "site", 1, snapshot=False)
     want = _native()
     with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
         with ctx.open(server.url) as first:
@@ -90,7 +232,7 @@ def test_second_and_offline_visit_boot_from_the_snapshot(browser: Browser,
 
 def test_a_damaged_snapshot_is_dropped_and_made_again(browser: Browser,
                                                        tmp_path: Path) -> None:
-    site = _build(tmp_path / "in", tmp_path / "site", 1)
+    site = _build(tmp_path / "in", tmp_path / "site", 1, snapshot=False)
     want = _native()
     with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
         with ctx.open(server.url) as first:
@@ -123,7 +265,7 @@ def test_a_damaged_snapshot_is_dropped_and_made_again(browser: Browser,
 
 
 def test_the_key_follows_pyodide_core_files(browser: Browser, tmp_path: Path) -> None:
-    site = _build(tmp_path / "in", tmp_path / "site", 1)
+    site = _build(tmp_path / "in", tmp_path / "site", 1, snapshot=False)
     with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
         with ctx.open(server.url) as page:
             config = page.evaluate("() => window.ortweb.config")

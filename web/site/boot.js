@@ -322,16 +322,26 @@ let offline = Promise.resolve(null);
 
 /** `--main-thread`: the loader and Python on this page. */
 async function startInPage() {
-  const [{ createLoader }, { startPython }] = await Promise.all([import('./loader.js'), import('./python.js')]);
+  const [{ createLoader }, { startPython }, { builtSnapshot }] = await Promise.all(
+    [import('./loader.js'), import('./python.js'), import('./snapshot.js')]);
   const loader = createLoader(config, document.baseURI, { row, fail }, { controlled: controlled() });
   loader.install();
+  // The build's snapshot of the interpreter, if it shipped one (snapshot.js).
+  const snapshot = builtSnapshot(config, loader);
+  snapshot.catch(() => {});
   const python = await startPython(config, loader, {
     print: (stream, line) => ui.print(stream, line),
     status: (text) => ui.status(text),
     mark,
     post: postToPage,
+  }, {
+    snapshot,
+    async snapshotFailed(/** @type {any} */ err) {
+      console.warn('ortweb: the memory snapshot did not restore; booting Pyodide as usual', err);
+    },
   });
   pyodide = python.pyodide;
+  bootedFrom = python.bootedFrom;
   modelSource = loader.modelSource;
   callPython = python.call;
   becomeReady(python.functions);
@@ -503,9 +513,9 @@ async function call(name, ...args) {
   get worker() { return worker; },
   get modelSource() { return modelSource; },
   /**
-   * Worker mode: 'snapshot' when this visit's Pyodide was restored from the memory
-   * snapshot an earlier visit stored, 'fresh' when it booted as usual; null before
-   * `ready` and in main-thread mode.
+   * 'snapshot' when this visit's Pyodide was restored from a memory snapshot (the
+   * build's, or one an earlier visit stored), 'fresh' when it booted as usual; null
+   * before `ready`.
    */
   get pythonBoot() { return bootedFrom; },
   /**

@@ -92,10 +92,13 @@ export async function startPython(config, loader, io, options = {}) {
   wheelBytes.catch(() => {});
   const installerBytes = config.installer ? loader.bytesOf(config.installer.url) : null;
   installerBytes?.catch(() => {});
+  // The lock downloads while the worker checks Pyodide's modules.
+  const lock = lockFileURL(absolute(config.pyodide.lockURL));
+  lock.catch(() => {});
   await options.beforeBoot;
   const boot = {
     indexURL,
-    lockFileURL: await lockFileURL(absolute(config.pyodide.lockURL)),
+    lockFileURL: await lock,
     packages: config.packages,
     stdout: (/** @type {string} */ line) => io.print('stdout', line),
     stderr: (/** @type {string} */ line) => io.print('stderr', line),
@@ -115,8 +118,11 @@ export async function startPython(config, loader, io, options = {}) {
     try {
       pyodide = await bootPyodide({ ...boot, loadOptions: { _loadSnapshot: snapshot } });
       // The snapshot froze the state of `random` (when loaded): every visit would
-      // draw the same numbers.
-      pyodide.runPython("import sys\nif 'random' in sys.modules: sys.modules['random'].seed()");
+      // draw the same numbers. Its LANG is the maker's (Node's `C.UTF-8` for the
+      // build's): the visitor's, as Emscripten gives a fresh boot.
+      const lang = `${(navigator.languages?.[0] ?? 'C').replace('-', '_')}.UTF-8`;
+      pyodide.runPython("import os, sys\nif 'random' in sys.modules: sys.modules['random'].seed()\n" +
+        `os.environ['LANG'] = ${JSON.stringify(lang)}`);
       bootedFrom = 'snapshot';
     } catch (err) {
       pyodide = null;

@@ -15,7 +15,7 @@
 import { checkModulesWith } from './bridge/runtime.js';
 import { createLoader } from './loader.js';
 import { startPython } from './python.js';
-import { dropSnapshot, loadSnapshot, makeSnapshot, snapshotPlace } from './snapshot.js';
+import { builtSnapshot, canRestoreBuilt, dropSnapshot, loadSnapshot, makeSnapshot, snapshotPlace } from './snapshot.js';
 
 /** @type {any} */
 const scope = globalThis;
@@ -81,11 +81,14 @@ async function main(config, base, controlled) {
   const pyodideChecked = loader.checkModules(pyodideModules);
   pyodideChecked.catch(() => {});
   checkModulesWith((urls) => loader.checkModules(urls));
-  // A memory snapshot of the interpreter (snapshot.js): only under the service worker,
-  // whose cache holds Pyodide's checked files for the worker that makes it.
-  const place = controlled && config.snapshotMaker
+  // A memory snapshot of the interpreter (snapshot.js): the build's, downloading from
+  // now on; else one made in the browser, only under the service worker, whose cache
+  // holds Pyodide's checked files for the worker that makes it.
+  const built = canRestoreBuilt(config) ? builtSnapshot(config, loader) : null;
+  built?.catch(() => {});
+  const place = !built && controlled && config.snapshotMaker
     ? await snapshotPlace(config, loader.absolute, base).catch(() => null) : null;
-  const snapshot = place ? loadSnapshot(place) : Promise.resolve(null);
+  const snapshot = built ?? (place ? loadSnapshot(place) : Promise.resolve(null));
   const python = await startPython(config, loader, {
     print: (stream, line) => send({ type: 'print', stream, line }),
     status: (text) => send({ type: 'status', text }),

@@ -1,9 +1,14 @@
 // @ts-check
 /**
- * A memory snapshot of Pyodide's interpreter, for a faster second visit (worker mode,
- * under the site's service worker).
+ * A memory snapshot of Pyodide's interpreter, restored instead of initialising Python.
  *
- * On a visit with no snapshot, once the page is ready, a short-lived worker
+ * A site ships one made at build time in headless Chromium (`ortweb/pyodide-snapshot.gz`,
+ * see `ortweb.host.build.pyodide_snapshot`): in a browser with the same JSPI API
+ * ({@link canRestoreBuilt}), every visit, the first included, boots from it
+ * ({@link builtSnapshot}), in worker and main-thread mode.
+ *
+ * Elsewhere (a site built with `--no-snapshot`, Firefox, Safari), a worker-mode page
+ * makes its own, under the site's service worker: on a visit with no snapshot, once the page is ready, a short-lived worker
  * (`snapshot_maker.js`) boots a bare Pyodide with `_makeSnapshot`, takes
  * `makeMemorySnapshot()` and stores it in Cache Storage, keyed by the sha256 of
  * Pyodide's core files; the site's own worker is not touched, and the first visit's
@@ -67,6 +72,44 @@ function wellFormed(bytes) {
   const words = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
   const heap = bytes.byteLength - words[1];
   return words[0] === MAGIC && words[1] >= 48 && heap >= 16 * WASM_PAGE && heap % WASM_PAGE === 0;
+}
+
+/**
+ * Whether this browser can restore the snapshot the build shipped: the site has one,
+ * and `WebAssembly` has the JSPI API of the engine that made it (a snapshot records
+ * it; restored elsewhere, Pyodide's `run_sync` fails or aborts). Firefox and Safari
+ * boot as usual.
+ * @param {any} config
+ */
+export function canRestoreBuilt(config) {
+  return Boolean(config.snapshot) && typeof WebAssembly === 'object' &&
+    String(config.snapshot.jspi) in WebAssembly;
+}
+
+/**
+ * The snapshot the build shipped (`config.snapshot`: made in headless Chromium by
+ * `ortweb site`, gzipped), unpacked; null where this browser cannot restore or unpack
+ * it, or it is not a whole snapshot (Pyodide then boots as usual). Its bytes are
+ * checked against the manifest like every file: a changed file fails the page by name.
+ * @param {any} config
+ * @param {{bytesOf: (url: string) => Promise<Uint8Array>}} loader
+ * @returns {Promise<Uint8Array|null>}
+ */
+export async function builtSnapshot(config, loader) {
+  if (!canRestoreBuilt(config) || typeof DecompressionStream === 'undefined') return null;
+  const packed = await loader.bytesOf(config.snapshot.url);
+  let bytes;
+  try {
+    const stream = new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (packed)]).stream()
+      .pipeThrough(new DecompressionStream('gzip'));
+    bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+  } catch (err) {
+    console.warn(`ortweb: ${config.snapshot.url} did not unpack (${err}); booting Pyodide as usual`);
+    return null;
+  }
+  if (wellFormed(bytes)) return bytes;
+  console.warn(`ortweb: ${config.snapshot.url} is not a whole Pyodide snapshot; booting Pyodide as usual`);
+  return null;
 }
 
 /**

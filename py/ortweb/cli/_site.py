@@ -44,6 +44,9 @@ def add_site_arguments(parser: argparse.ArgumentParser) -> None:
                            "blocks (the default; the script cannot touch the DOM there)")
     mode.add_argument("--main-thread", dest="worker", action="store_false",
                       help="run them on the page's main thread instead")
+    parser.add_argument("--no-snapshot", dest="snapshot", action="store_false",
+                        help="ship no Pyodide memory snapshot (made here in headless Chromium, "
+                             "about 5 MB; it lets even the first visit skip Python's start-up)")
     parser.add_argument("--force", action="store_true",
                         help="replace a non-empty folder that `ortweb site` did not write")
 
@@ -56,7 +59,7 @@ def cmd_site(args: argparse.Namespace) -> int:
             args.model, args.script, args.out, title=args.title, providers=args.providers,
             template=args.template, assets_mode=args.assets, files=args.file,
             wheels=args.wheel, webgpu_build=args.webgpu_build, worker=args.worker,
-            force=args.force,
+            snapshot=args.snapshot, force=args.force,
         )
     except SiteError as exc:
         raise UsageError(str(exc)) from None

@@ -16,8 +16,9 @@ Layout of a site::
     app/        the model (with its external data files), the script, --file files
                 (the script's working directory)
     ortweb/     boot.js (the page), site_worker.js (the Web Worker, unless --main-thread;
-                with snapshot.js and snapshot_maker.js: Pyodide's memory snapshot),
-                loader.js, python.js, sha256.js, site_runner.py, site_page.py, bridge/*.js
+                with snapshot_maker.js), pyodide-snapshot.gz (Pyodide's memory snapshot,
+                made at build time; snapshot.js restores it), loader.js, python.js,
+                sha256.js, site_runner.py, site_page.py, bridge/*.js
     pyodide/    pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, a trimmed lock, wheels
     ort/        onnxruntime-web builds for the chosen providers
     wheels/     --wheel files, installed with micropip (offline) before the script runs
@@ -44,6 +45,8 @@ from ..errors import SiteError
 from ..inpage import source as inpage_source
 from .assets import Assets, find_assets
 from .offline_packages import PackageError, read_offline
+from .pyodide_snapshot import JSPI as SNAPSHOT_JSPI
+from .pyodide_snapshot import Snapshot, make_snapshot
 from .requirements import resolve_offline
 from .site_files import (
     GENERATOR,
@@ -85,6 +88,8 @@ __all__ = [
 ]
 
 _CWD: Final = "/home/pyodide"
+#: Where a site keeps the snapshot made at build time.
+_SNAPSHOT: Final = "ortweb/pyodide-snapshot.gz"
 _CACHE_NAME: Final = "ortweb-models-v1"
 
 _HEADERS_FILE: Final = """\
@@ -112,6 +117,7 @@ def build_site(
     wheels: Sequence[Path] = (),
     webgpu_build: str = "native",
     worker: bool = True,
+    snapshot: bool = True,
     force: bool = False,
     assets: Assets | None = None,
     extra_context: dict[str, Any] | None = None,
@@ -152,6 +158,11 @@ def build_site(
         Run Pyodide, ortweb and onnxruntime-web in a module Web Worker (default), so
         the page's main thread never blocks; False runs them on the main thread.
         The script cannot touch the DOM in a worker; ``ortweb_page`` posts to the page.
+    snapshot : bool
+        Ship Pyodide's memory snapshot, made here in headless Chromium
+        (:mod:`.pyodide_snapshot`; about 5 MB gzipped), so even the first visit skips
+        Python's start-up in browsers with JSPI (Chromium's). Without it (or where it
+        cannot restore), a worker-mode page makes one in the browser for the next visit.
     force : bool
         Replace a non-empty folder ``ortweb site`` did not write.
     assets : Assets, optional
@@ -192,7 +203,7 @@ def build_site(
             tmp, model=model, data=data, script=script, files=list(files), wheels=list(wheels),
             title=title or script.name,
             providers=providers, template_dir=template_dir, assets_mode=assets_mode,
-            webgpu_build=webgpu_build, worker=worker, assets=assets,
+            webgpu_build=webgpu_build, worker=worker, snapshot=snapshot, assets=assets,
             python_files=python_files, extra_context=extra_context or {},
         )
         # mkdtemp makes the folder private; a static host must be able to read it.
@@ -219,6 +230,7 @@ def _write(
     assets_mode: str,
     webgpu_build: str,
     worker: bool,
+    snapshot: bool,
     assets: Assets,
     python_files: list[Path],
     extra_context: dict[str, Any],
@@ -260,8 +272,8 @@ def _write(
 
     # ortweb's own JS and the in-page runner.
     web_site = assets.web / "site"
-    for name in ("boot.js", "sha256.js", "loader.js", "python.js",
-                 *(("site_worker.js", "snapshot.js", "snapshot_maker.js") if worker else ())):
+    for name in ("boot.js", "sha256.js", "loader.js", "python.js", "snapshot.js",
+                 *(("site_worker.js", "snapshot_maker.js") if worker else ())):
         loads.module(f"ortweb/{name}", b.add_file(f"ortweb/{name}", web_site / name), name)
     # builds.json: the build table runtime.js imports as a JSON module.
     for src in sorted([*assets.bridge.glob("*.js"), assets.bridge / "builds.json"]):
@@ -288,6 +300,14 @@ def _write(
                                 inpage_source("install_wheels").encode())
         installer_entry = loads.fetch("ortweb/install_wheels.py", installer, "install_wheels.py")
 
+    # Pyodide's interpreter as memory, made here: the first visit skips its start-up.
+    made = (make_snapshot(assets.pyodide, assets.root / "build" / "snapshots") if snapshot
+            else Snapshot(None, "not asked for (--no-snapshot)"))
+    snapshot_entry = None
+    if made.path is not None:
+        snapshot_entry = {**loads.fetch(_SNAPSHOT, b.add_file(_SNAPSHOT, made.path),
+                                        "Pyodide snapshot"), "jspi": SNAPSHOT_JSPI}
+
     ort_base = ship_ort(b, loads, assets, providers, webgpu_build, version=ort_version, cdn=cdn,
                         pins=pinned.get("onnxruntime-web", {}))
 
@@ -306,6 +326,9 @@ def _write(
         "runner": runner_entry,
         "page": page_entry,
         "worker": "ortweb/site_worker.js" if worker else None,
+        "snapshot": snapshot_entry,
+        # Where the build's cannot restore (no such snapshot, or a browser without its
+        # JSPI API), a worker-mode page makes one in the browser for the next visit.
         "snapshotMaker": "ortweb/snapshot_maker.js" if worker else None,
         "wheels": wheel_entries,
         "installer": installer_entry,
@@ -352,4 +375,5 @@ def _write(
         "files": {f.path: {"size": f.size, "sha256": f.sha256} for f in site_files},
     }
     (root / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
-    return SiteReport(root, site_files, assets_mode, providers, packages, title, template_dir)
+    return SiteReport(root, site_files, assets_mode, providers, packages, title, template_dir,
+                      snapshot=made.reason or "shipped")

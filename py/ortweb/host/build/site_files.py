@@ -64,6 +64,8 @@ class SiteReport:
     packages: list[str]
     title: str
     template: Path
+    #: ``"shipped"``, or why the site has no Pyodide snapshot made at build time.
+    snapshot: str = "shipped"
 
     @property
     def total_size(self) -> int:
@@ -79,6 +81,7 @@ class SiteReport:
         lines = [f"wrote {self.out} ({len(self.files) + 1} files, {format_size(self.total_size)}; "
                  f"assets {self.assets}; providers {','.join(self.providers)}; "
                  f"Pyodide packages {', '.join(self.packages)})",
+                 f"Pyodide snapshot: {self.snapshot}",
                  "largest files:"]
         width = max((len(format_size(f.size)) for f in self.largest(count)), default=0)
         for f in self.largest(count):
