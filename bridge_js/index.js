@@ -24,6 +24,11 @@ import { getChoice, putChoice } from './store.js';
 import { disposeValue, getValue, valueFromUserBuffer, valueStats } from './values.js';
 import { freshValues, readFeeds, writeOutputs } from './wire.js';
 
+/** Whether this engine has WebAssembly stack switching (JSPI): without it Pyodide's
+ * `callPromising` throws, and only the async API works (Firefox and Safari today). */
+const HAS_JSPI = typeof WebAssembly === 'object' &&
+  ('Suspending' in WebAssembly || 'Suspender' in WebAssembly);
+
 export const BRIDGE_VERSION = '0.1.0';
 
 /**
@@ -249,7 +254,8 @@ export function createBridge(options = {}) {
     startThen: (wake, id, method, ...args) => {
       const job = startJob(method, args);
       // The outcome travels as arguments: each attribute Python reads is a crossing.
-      wakeAfter(job.promise, (/** @type {any} */ e) => wake.callPromising(id, e.ok, e.ok ? e.value : e.error));
+      wakeAfter(job.promise, (/** @type {any} */ e) => (HAS_JSPI ? wake.callPromising : wake)(
+        id, e.ok, e.ok ? e.value : e.error));
       return job;
     },
     meters,

@@ -156,6 +156,24 @@ def test_a_snapshot_of_another_jspi_api_is_neither_fetched_nor_used(
             assert can == [False, False, False, True]
 
 
+def test_a_browser_without_jspi_runs_the_async_api(browser: Browser, tmp_path: Path) -> None:
+    """Firefox and Safari have no JSPI: the build's snapshot is not used, the script's
+    async API works, and the sync API says what it needs (on the main thread; an init
+    script cannot reach a worker)."""
+    site = _facts_site(tmp_path, worker=False)
+    want = _native()
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        ctx.context.add_init_script("delete WebAssembly.Suspending")
+        with ctx.open(server.url) as page:
+            assert page.evaluate("() => 'Suspending' in WebAssembly") is False
+            assert page.evaluate("() => window.ortweb.pythonBoot") == "fresh"
+            assert f"VERSION 1 {json.dumps(want[0].tolist())}" in page.output()
+            with pytest.raises(SiteFailure, match=r"SyncUnavailable(.|\n)*JSPI\), which this "
+                                                  "browser does not have"):
+                page.call("negate", X.tolist())
+            assert not page.errors
+
+
 def _foreign(tmp_path: Path) -> Path:
     """The real snapshot with one byte of its build id changed, gzipped."""
     real = make_snapshot(find_assets().pyodide, find_assets().root / "build" / "snapshots")

@@ -101,6 +101,20 @@ _SYNC_HINT = (
     "`await sess.run_async(...)`, or run your code with runPythonAsync"
 )
 
+_NO_JSPI_HINT = (
+    "the synchronous ortweb API needs WebAssembly stack switching (JSPI), which this "
+    "browser does not have (Chromium-based browsers do; Firefox and Safari do not yet). "
+    "Use the async API instead, e.g. `sess = await ortweb.InferenceSession.create(...)` "
+    "and `await sess.run_async(...)`"
+)
+
+
+def _engine_has_jspi() -> bool:
+    """Whether the JavaScript engine has JSPI (either API Pyodide knows)."""
+    wasm = getattr(GLOBAL, "WebAssembly", None)
+    return wasm is not None and any(hasattr(wasm, n) for n in ("Suspending", "Suspender"))
+
+
 # -- the event loop ------------------------------------------------------------------
 
 #: How Pyodide's asyncio loop runs zero-delay callbacks here: ``"ortweb"`` (the
@@ -202,7 +216,7 @@ def block_on(awaitable: Awaitable[T]) -> T:
             close()  # never leave a "coroutine was never awaited" warning behind
         if not IN_BROWSER:
             require_browser()
-        raise SyncUnavailable(_SYNC_HINT)
+        raise SyncUnavailable(_SYNC_HINT if _engine_has_jspi() else _NO_JSPI_HINT)
     if not _fast or not isinstance(awaitable, Coroutine):
         return run_sync(awaitable)  # type: ignore[no-any-return]
     return _drive(awaitable)
