@@ -254,8 +254,11 @@ export function createBridge(options = {}) {
     startThen: (wake, id, method, ...args) => {
       const job = startJob(method, args);
       // The outcome travels as arguments: each attribute Python reads is a crossing.
-      wakeAfter(job.promise, (/** @type {any} */ e) => (HAS_JSPI ? wake.callPromising : wake)(
-        id, e.ok, e.ok ? e.value : e.error));
+      wakeAfter(job.promise, (/** @type {any} */ e) => {
+        const outcome = e.ok ? e.value : e.error;
+        // A method of the PyProxy: called on it, not detached from it.
+        return HAS_JSPI ? wake.callPromising(id, e.ok, outcome) : wake(id, e.ok, outcome);
+      });
       return job;
     },
     meters,

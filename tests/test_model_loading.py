@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import pairwise
 from pathlib import Path
@@ -327,6 +328,16 @@ def small_ext(tmp_path_factory) -> Path:
 SMALL_IDX = np.array([3, 999, 0], dtype=np.int64)
 
 
+@contextmanager
+def _offline(context) -> Iterator[None]:
+    """The browser context with its network cut, for the block."""
+    context.set_offline(True)
+    try:
+        yield
+    finally:
+        context.set_offline(False)
+
+
 @run_in_browser
 async def _try_create(ortweb_page, url, idx, external_data=None, cache=True):
     import js
@@ -437,21 +448,15 @@ def test_second_load_comes_from_the_cache_with_the_network_cut(ortweb_page, serv
     np.testing.assert_array_equal(y, want)
     assert asked(seen) == []
     context = ortweb_page.page.context
-    context.set_offline(True)
-    try:
+    with _offline(context):
         cls, msg, y = _try_create(ortweb_page, model, SMALL_IDX)
-    finally:
-        context.set_offline(False)
     assert cls == "ok", msg
     np.testing.assert_array_equal(y, want)
     assert asked(seen) == []
     # Cleared, the next load needs the network again: offline, it fails by name.
     assert _clear(ortweb_page, model) == 1
-    context.set_offline(True)
-    try:
+    with _offline(context):
         cls, msg, _ = _try_create(ortweb_page, model, SMALL_IDX)
-    finally:
-        context.set_offline(False)
     assert cls == "NoSuchFile" and small_ext.name in msg, msg
     assert _clear(ortweb_page) == 1  # small.bin was still there
     assert _cached_urls(ortweb_page) == []
@@ -472,11 +477,8 @@ def test_a_300_mib_model_is_kept_and_loads_offline(ortweb_page, served_big, big)
         (entry,) = _cache_files(ortweb_page)
         assert entry["url"].endswith(served_big) and entry["size"] == big.stat().st_size, entry
         seen = len(requests)
-        context.set_offline(True)
-        try:
+        with _offline(context):
             cls, msg, y = _try_create(ortweb_page, served_big, IDX)
-        finally:
-            context.set_offline(False)
         assert cls == "ok", msg
         np.testing.assert_array_equal(y, want)
         assert [u for u in requests[seen:] if served_big in u] == []

@@ -583,27 +583,39 @@ def test_after(ortweb_page):
 '''
 
 
+def _plugin_run_losing_a_browser(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                 tmp_path: Path, cdp_browser: CdpChromium, module: str,
+                                 source: str, lost: str, timeout: float) -> tuple[str, str]:
+    """Run ``source`` (tests ``test_before``, ``lost``, ``test_after``) with the plugin
+    over a pool of a doomed Playwright server (its process group in ``DOOMED_PGID``,
+    which ``lost`` kills or stops) and ``cdp_browser``: ``lost`` fails and the others
+    pass. Returns pytest's output and the doomed server's URL."""
+    doomed = PlaywrightServer(tmp_path / "log")
+    try:
+        monkeypatch.setenv("DOOMED_PGID", str(doomed.proc.pid))
+        pytester.makepyfile(**{module: textwrap.dedent(source)})
+        result = pytester.runpytest_subprocess(
+            "--ortweb-browser-endpoint", doomed.url, "--ortweb-browser-endpoint",
+            cdp_browser.url, "-p", "no:cacheprovider", "-rA", timeout=timeout)
+    finally:
+        doomed.kill()
+    out = result.stdout.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 2 and outcomes.get("failed") == 1, out
+    result.stdout.fnmatch_lines([f"PASSED {module}.py::test_before",
+                                 f"PASSED {module}.py::test_after",
+                                 f"FAILED {module}.py::{lost}*"])
+    return out, doomed.url
+
+
 @pytest.mark.browser
 def test_pytest_plugin_replaces_a_browser_that_went_away(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         cdp_browser: CdpChromium) -> None:
-    doomed = PlaywrightServer(tmp_path / "log")
-    try:
-        monkeypatch.setenv("DOOMED_PGID", str(doomed.proc.pid))
-        pytester.makepyfile(test_kill=textwrap.dedent(_KILL_TESTS))
-        result = pytester.runpytest_subprocess(
-            "--ortweb-browser-endpoint", doomed.url, "--ortweb-browser-endpoint",
-            cdp_browser.url, "-p", "no:cacheprovider", "-rA", timeout=600)
-    finally:
-        doomed.kill()
-    out = result.stdout.str()
     # The test that ran when its browser went away fails; the next runs on the pool's next.
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("passed") == 2 and outcomes.get("failed") == 1, out
-    result.stdout.fnmatch_lines(["PASSED test_kill.py::test_before",
-                                 "PASSED test_kill.py::test_after",
-                                 "FAILED test_kill.py::test_killed*"])
-    assert "ortweb: chromium 1" in out and f"@ {doomed.url}" in out, out
+    out, url = _plugin_run_losing_a_browser(pytester, monkeypatch, tmp_path, cdp_browser,
+                                            "test_kill", _KILL_TESTS, "test_killed", 600)
+    assert "ortweb: chromium 1" in out and f"@ {url}" in out, out
 
 
 @pytest.mark.browser
@@ -769,21 +781,8 @@ def test_pytest_plugin_drops_a_browser_that_froze(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         cdp_browser: CdpChromium) -> None:
     assert "SIGSTOP" in _FREEZE_TESTS and "test_frozen" in _FREEZE_TESTS
-    doomed = PlaywrightServer(tmp_path / "log")
-    try:
-        monkeypatch.setenv("DOOMED_PGID", str(doomed.proc.pid))
-        monkeypatch.setenv("ORTWEB_BROWSER_FREEZE_TIMEOUT", "10")
-        pytester.makepyfile(test_freeze=textwrap.dedent(_FREEZE_TESTS))
-        result = pytester.runpytest_subprocess(
-            "--ortweb-browser-endpoint", doomed.url, "--ortweb-browser-endpoint",
-            cdp_browser.url, "-p", "no:cacheprovider", "-rA", timeout=400)
-    finally:
-        doomed.kill()
-    out = result.stdout.str()
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("passed") == 2 and outcomes.get("failed") == 1, out
-    result.stdout.fnmatch_lines(["PASSED test_freeze.py::test_before",
-                                 "PASSED test_freeze.py::test_after",
-                                 "FAILED test_freeze.py::test_frozen*"])
-    assert f"the page stopped responding: its browser at {doomed.url} stopped answering " \
+    monkeypatch.setenv("ORTWEB_BROWSER_FREEZE_TIMEOUT", "10")
+    out, url = _plugin_run_losing_a_browser(pytester, monkeypatch, tmp_path, cdp_browser,
+                                            "test_freeze", _FREEZE_TESTS, "test_frozen", 400)
+    assert f"the page stopped responding: its browser at {url} stopped answering " \
            "(no answer to a heartbeat" in out, out
