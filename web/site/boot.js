@@ -334,12 +334,7 @@ async function startInPage() {
     status: (text) => ui.status(text),
     mark,
     post: postToPage,
-  }, {
-    snapshot,
-    async snapshotFailed(/** @type {any} */ err) {
-      console.warn('ortweb: the memory snapshot did not restore; booting Pyodide as usual', err);
-    },
-  });
+  }, { snapshot });
   pyodide = python.pyodide;
   bootedFrom = python.bootedFrom;
   modelSource = loader.modelSource;

@@ -53,7 +53,7 @@ function warmOrt(bridge, providers) {
  *   snapshotFailed?: (err: any) => Promise<void>}} [options] `beforeBoot`: awaited before
  *   Pyodide's modules are imported (the worker checks them meanwhile); `snapshot`: a
  *   memory snapshot of the bare interpreter to boot from (snapshot.js), booting as usual
- *   when it fails to restore (`snapshotFailed` hears why)
+ *   when it fails to restore (said on the console; `snapshotFailed` hears why)
  */
 export async function startPython(config, loader, io, options = {}) {
   const { absolute } = loader;
@@ -118,14 +118,15 @@ export async function startPython(config, loader, io, options = {}) {
     try {
       pyodide = await bootPyodide({ ...boot, loadOptions: { _loadSnapshot: snapshot } });
       // The snapshot froze the state of `random` (when loaded): every visit would
-      // draw the same numbers. Its LANG is the maker's (Node's `C.UTF-8` for the
-      // build's): the visitor's, as Emscripten gives a fresh boot.
+      // draw the same numbers. Its LANG is the maker's (`C.UTF-8` for the build's):
+      // the visitor's, as Emscripten gives a fresh boot.
       const lang = `${(navigator.languages?.[0] ?? 'C').replace('-', '_')}.UTF-8`;
       pyodide.runPython("import os, sys\nif 'random' in sys.modules: sys.modules['random'].seed()\n" +
         `os.environ['LANG'] = ${JSON.stringify(lang)}`);
       bootedFrom = 'snapshot';
     } catch (err) {
       pyodide = null;
+      console.warn('ortweb: the memory snapshot did not restore; booting Pyodide as usual', err);
       await options.snapshotFailed?.(err);
     }
   }

@@ -97,8 +97,7 @@ async function main(config, base, controlled) {
   }, {
     beforeBoot: pyodideChecked,
     snapshot,
-    async snapshotFailed(err) {
-      console.warn('ortweb: the memory snapshot did not restore; booting Pyodide as usual', err);
+    async snapshotFailed() {
       if (place) await dropSnapshot(place);
     },
   });
