@@ -127,6 +127,52 @@ def test_second_visit_and_offline(browser: Browser, tmp_path: Path) -> None:
         assert not ctx.blocked
 
 
+#: Trace events of Chromium's wasm code cache (the category DevTools records them in).
+_CODE_CACHE_CATEGORIES = "disabled-by-default-devtools.timeline,v8.wasm"
+
+
+def test_wasm_reaches_the_page_from_the_cache_so_its_compiled_code_is_kept(
+        browser: Browser, tmp_path: Path) -> None:
+    """The service worker stores every ``.wasm`` before giving it, even on the first
+    visit, so the page compiles it from a cached response: Chromium keeps the
+    optimised code beside it, and the second visit takes ``pyodide.asm.wasm``'s
+    compiled code from there instead of compiling it cold (a restored interpreter
+    would run at half speed until its hot functions were compiled again)."""
+    site = _build(tmp_path / "in", tmp_path / "site", 1)
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        with ctx.open(server.url) as first:
+            rows = first.progress()
+            wasm = [url for url in rows if url.endswith(".wasm")]
+            assert any(url.endswith("/pyodide.asm.wasm") for url in wasm), rows
+            assert {rows[url]["state"] for url in wasm} == {"cached"}, wasm
+            first.evaluate("() => window.ortweb.offline")
+            # The code is kept once enough of it is optimised: give it the time a
+            # visitor's page gets.
+            first.page.wait_for_timeout(3000)
+        # Chromium's tracing records every process, so it is started from a page of
+        # the context before the visit opens.
+        tracer = ctx.context.new_page()
+        cdp = ctx.context.new_cdp_session(tracer)
+        events: list[dict[str, Any]] = []
+        done: list[bool] = []
+        cdp.on("Tracing.dataCollected", lambda params: events.extend(params["value"]))
+        cdp.on("Tracing.tracingComplete", lambda params: done.append(True))
+        cdp.send("Tracing.start", {"categories": _CODE_CACHE_CATEGORIES,
+                                   "transferMode": "ReportEvents"})
+        with ctx.open(server.url) as again:
+            assert not again.errors
+        cdp.send("Tracing.end")
+        tracer.wait_for_timeout(100)
+        for _ in range(100):
+            if done:
+                break
+            tracer.wait_for_timeout(100)
+        tracer.close()
+    hits = [e["args"] for e in events if e.get("name") == "v8.wasm.moduleCacheHit"]
+    assert any(h["url"].endswith("/pyodide.asm.wasm") and h["consumedCacheSize"] > 0
+               for h in hits), hits
+
+
 def test_a_rebuilt_site_is_picked_up(browser: Browser, tmp_path: Path) -> None:
     site = _build(tmp_path / "in", tmp_path / "site", 1)
     old = _manifest(site)["files"]

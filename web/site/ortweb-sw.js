@@ -114,27 +114,50 @@ if (typeof window === 'undefined') {
   }
 
   /**
-   * Fetch `path` from the network; store it when its bytes match the manifest.
-   * The response streams to the page at once; the check runs on a copy.
+   * Store `bytes` as `path`'s entry when they match the manifest; the entry's key, or
+   * null for a changed file (not stored: the page's own check names it).
+   * @param {string} path @param {any} entry @param {ArrayBuffer} bytes @param {Headers} headers
+   */
+  async function store(path, entry, bytes, headers) {
+    if (bytes.byteLength !== entry.size || await sha256Hex(bytes) !== entry.sha256) return null;
+    const stored = new Headers(headers);
+    stored.set('X-Ortweb-Sha256', entry.sha256);
+    stored.set('Content-Length', String(bytes.byteLength));
+    stored.delete('Content-Encoding');
+    const key = keyOf(path, entry.sha256);
+    await (await caches.open(CACHE)).put(key, new Response(bytes, { headers: stored }));
+    return key;
+  }
+
+  /**
+   * Fetch `path` from the network and store it when its bytes match the manifest.
+   *
+   * A file's response streams to the page at once and the check runs on a copy,
+   * except WebAssembly (`.wasm`): that is stored first and given from Cache Storage.
+   * Chromium keeps a module's optimised code beside the stored response it was
+   * compiled from, and only for a response that came from a cache: served straight
+   * from the network, `pyodide.asm.wasm` would be compiled cold on the first and
+   * second visit alike, and a restored interpreter runs at half speed until its hot
+   * functions are recompiled. The page checks such a file itself anyway before
+   * compiling it, so it waited for all of it already.
    * @param {string} path @param {any} entry @param {RequestInfo} request @param {(p: Promise<any>) => void} [waitUntil]
    */
   async function fetchAndStore(path, entry, request, waitUntil) {
     const response = await fetch(request);
     if (!response.ok || response.status === 0 || !response.body) return isolated(response);
-    const [forPage, forCache] = response.body.tee();
     const headers = isolate(new Headers(response.headers));
-    const store = (async () => {
-      const bytes = await new Response(forCache).arrayBuffer();
-      // A changed file is not stored; the page's own check names it.
-      if (bytes.byteLength !== entry.size || await sha256Hex(bytes) !== entry.sha256) return;
-      const stored = new Headers(headers);
-      stored.set('X-Ortweb-Sha256', entry.sha256);
-      stored.set('Content-Length', String(bytes.byteLength));
-      stored.delete('Content-Encoding');
-      await (await caches.open(CACHE)).put(keyOf(path, entry.sha256), new Response(bytes, { headers: stored }));
-    })().catch(() => {});
-    waitUntil?.(store);
-    return new Response(forPage, { status: response.status, statusText: response.statusText, headers });
+    const init = { status: response.status, statusText: response.statusText, headers };
+    if (path.endsWith('.wasm')) {
+      const bytes = await response.arrayBuffer();
+      const key = await store(path, entry, bytes, headers).catch(() => null);
+      const hit = key ? await (await caches.open(CACHE)).match(key) : undefined;
+      return hit ?? new Response(bytes, init);
+    }
+    const [forPage, forCache] = response.body.tee();
+    const stored = new Response(forCache).arrayBuffer()
+      .then((bytes) => store(path, entry, bytes, headers)).catch(() => {});
+    waitUntil?.(stored);
+    return new Response(forPage, init);
   }
 
   /**
