@@ -115,16 +115,27 @@ def test_the_first_visit_boots_from_the_build_snapshot(browser: Browser, tmp_pat
             lang = first.evaluate(_BROWSER_LANG)
             assert lang != "C.UTF-8" and facts["lang"] == lang, facts
             assert facts["executable"] == "/home/pyodide/this.program", facts
+            place = first.evaluate(_PLACE)
+            # The build's id of Pyodide's core files is the browser's.
+            assert place["key"].endswith("runtime=" + runtime_id(find_assets().pyodide))
+            built = first.evaluate("() => window.ortweb.config.snapshot.sha256")
+            kept = f"{place['key']}&built={built}"
             if worker:
-                # The build shipped one: the page makes none.
+                # The build shipped one: the page makes none, it keeps the build's unpacked.
                 made = first.evaluate("() => window.ortweb.snapshot")
-                assert made["stored"] is False, made
-                place = first.evaluate(_PLACE)
-                # The build's id of Pyodide's core files is the browser's.
-                assert place["key"].endswith("runtime=" + runtime_id(find_assets().pyodide))
+                assert made["stored"] is True and made["kept"] is True, made
+                assert made["bytes"] > 16 * 65536, made
+            first.page.wait_for_function("""async ([name, kept]) => {
+                return Boolean(await (await caches.open(name)).match(kept));
+            }""", arg=[place["cacheName"], kept])
+            assert _stored_snapshots(first) == [kept]
         with ctx.open(server.url) as again:
             assert again.evaluate("() => window.ortweb.pythonBoot") == "snapshot"
             _check(again, want)
+            # Restored from the unpacked copy: the shipped file is not even fetched.
+            assert not [u for u in again.progress() if u.endswith("/pyodide-snapshot.gz")]
+            if worker:
+                assert again.evaluate("() => window.ortweb.snapshot")["stored"] is False
             # `random` is seeded again on every restore.
             assert again.call("facts")["random"] != facts["random"]
         assert not ctx.blocked

@@ -322,24 +322,38 @@ let offline = Promise.resolve(null);
 
 /** `--main-thread`: the loader and Python on this page. */
 async function startInPage() {
-  const [{ createLoader }, { startPython }, { builtSnapshot }] = await Promise.all(
+  const [{ createLoader }, { startPython }, snapshots] = await Promise.all(
     [import('./loader.js'), import('./python.js'), import('./snapshot.js')]);
   const loader = createLoader(config, document.baseURI, { row, fail }, { controlled: controlled() });
   loader.install();
-  // The build's snapshot of the interpreter, if it shipped one (snapshot.js).
-  const snapshot = builtSnapshot(config, loader);
-  snapshot.catch(() => {});
+  // The build's snapshot of the interpreter, if it shipped one (snapshot.js), unpacked
+  // by an earlier visit when the service worker serves the page.
+  const site = controlled() && snapshots.canRestoreBuilt(config)
+    ? await snapshots.snapshotPlace(config, loader.absolute, document.baseURI).catch(() => null) : null;
+  const kept = site ? snapshots.keptPlace(site, config) : null;
+  const built = snapshots.builtSnapshot(config, loader, kept);
+  built.catch(() => {});
   const python = await startPython(config, loader, {
     print: (stream, line) => ui.print(stream, line),
     status: (text) => ui.status(text),
     mark,
     post: postToPage,
-  }, { snapshot });
+  }, {
+    snapshot: built.then((b) => b?.bytes ?? null),
+    async snapshotFailed() {
+      if (kept) await snapshots.dropSnapshot(kept);
+    },
+  });
   pyodide = python.pyodide;
   bootedFrom = python.bootedFrom;
   modelSource = loader.modelSource;
   callPython = python.call;
   becomeReady(python.functions);
+  // Off the critical path: the next visit reads it unpacked.
+  const downloaded = kept && bootedFrom === 'snapshot' ? await built : null;
+  if (kept && downloaded && !downloaded.kept) {
+    snapshots.keepSnapshot(kept, downloaded.bytes).catch((err) => console.warn('ortweb: could not keep the snapshot', err));
+  }
 }
 
 /**

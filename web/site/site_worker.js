@@ -15,7 +15,9 @@
 import { checkModulesWith } from './bridge/runtime.js';
 import { createLoader } from './loader.js';
 import { startPython } from './python.js';
-import { builtSnapshot, canRestoreBuilt, dropSnapshot, loadSnapshot, makeSnapshot, snapshotPlace } from './snapshot.js';
+import {
+  builtSnapshot, canRestoreBuilt, dropSnapshot, keepSnapshot, keptPlace, loadSnapshot, makeSnapshot, snapshotPlace,
+} from './snapshot.js';
 
 /** @type {any} */
 const scope = globalThis;
@@ -81,14 +83,17 @@ async function main(config, base, controlled) {
   const pyodideChecked = loader.checkModules(pyodideModules);
   pyodideChecked.catch(() => {});
   checkModulesWith((urls) => loader.checkModules(urls));
-  // A memory snapshot of the interpreter (snapshot.js): the build's, downloading from
-  // now on; else one made in the browser, only under the service worker, whose cache
-  // holds Pyodide's checked files for the worker that makes it.
-  const built = canRestoreBuilt(config) ? builtSnapshot(config, loader) : null;
+  // A memory snapshot of the interpreter (snapshot.js): the build's, unpacked by an
+  // earlier visit or downloading from now on; else one made in the browser. Both are
+  // kept only under the service worker, whose cache holds Pyodide's checked files for
+  // the worker that makes one.
+  const restorable = canRestoreBuilt(config);
+  const site = controlled ? await snapshotPlace(config, loader.absolute, base).catch(() => null) : null;
+  const kept = site && restorable ? keptPlace(site, config) : null;
+  const built = restorable ? builtSnapshot(config, loader, kept) : null;
   built?.catch(() => {});
-  const place = !built && controlled && config.snapshotMaker
-    ? await snapshotPlace(config, loader.absolute, base).catch(() => null) : null;
-  const snapshot = built ?? (place ? loadSnapshot(place) : Promise.resolve(null));
+  const place = !restorable && config.snapshotMaker ? site : null;
+  const snapshot = built ? built.then((b) => b?.bytes ?? null) : (place ? loadSnapshot(place) : Promise.resolve(null));
   const python = await startPython(config, loader, {
     print: (stream, line) => send({ type: 'print', stream, line }),
     status: (text) => send({ type: 'status', text }),
@@ -98,7 +103,7 @@ async function main(config, base, controlled) {
     beforeBoot: pyodideChecked,
     snapshot,
     async snapshotFailed() {
-      if (place) await dropSnapshot(place);
+      for (const stored of [place, kept]) if (stored) await dropSnapshot(stored);
     },
   });
   scope.onmessage = async (/** @type {MessageEvent} */ event) => {
@@ -123,7 +128,14 @@ async function main(config, base, controlled) {
     bootedFrom: python.bootedFrom, at: epoch(),
   });
   // Off the first visit's critical path: the next visit boots from it.
-  if (place && python.bootedFrom === 'fresh') {
+  const downloaded = kept && python.bootedFrom === 'snapshot' ? await built : null;
+  if (kept && downloaded && !downloaded.kept) {
+    const start = performance.now();
+    keepSnapshot(kept, downloaded.bytes)
+      .then(() => ({ stored: true, kept: true, bytes: downloaded.bytes.length, ms: performance.now() - start }))
+      .catch((err) => ({ stored: false, error: String(err) }))
+      .then((result) => send({ type: 'snapshot', ...result }));
+  } else if (place && python.bootedFrom === 'fresh') {
     const makerURL = loader.absolute(config.snapshotMaker);
     loader.checkModules([makerURL])
       .then(() => makeSnapshot(makerURL, place, loader.absolute(config.pyodide.indexURL),
@@ -131,7 +143,7 @@ async function main(config, base, controlled) {
       .catch((err) => ({ stored: false, error: String(err) }))
       .then((result) => send({ type: 'snapshot', ...result }));
   } else {
-    send({ type: 'snapshot', stored: false, error: place ? 'booted from the snapshot' : 'no snapshot here' });
+    send({ type: 'snapshot', stored: false, error: (place || kept) && python.bootedFrom === 'snapshot' ? 'booted from a kept snapshot' : 'no snapshot kept here' });
   }
 }
 
