@@ -92,6 +92,9 @@ export async function startPython(config, loader, io, options = {}) {
   wheelBytes.catch(() => {});
   const installerBytes = config.installer ? loader.bytesOf(config.installer.url) : null;
   installerBytes?.catch(() => {});
+  // The packages' bytecode, compiled at build time (ortweb.host.build.pyodide_bytecode).
+  const bytecodeBytes = config.bytecode ? loader.bytesOf(config.bytecode.url) : null;
+  bytecodeBytes?.catch(() => {});
   // The lock downloads while the worker checks Pyodide's modules.
   const lock = lockFileURL(absolute(config.pyodide.lockURL));
   lock.catch(() => {});
@@ -132,6 +135,7 @@ export async function startPython(config, loader, io, options = {}) {
   }
   pyodide ??= await bootPyodide(boot);
   io.mark('pyodide');
+  if (bytecodeBytes) unpackBytecode(pyodide, await bytecodeBytes);
   if (wheels.length && installerBytes) {
     io.status(`installing ${wheels.map((w) => w.name).join(', ')}…`);
     await installWheels(pyodide, wheels, await wheelBytes, await installerBytes);
@@ -187,6 +191,21 @@ export async function startPython(config, loader, io, options = {}) {
      */
     call: (name, args) => runnerCall(name, args),
   };
+}
+
+/**
+ * Put the packages' bytecode beside their source (`__pycache__/*.pyc`, unchecked-hash:
+ * imported without comparing timestamps), so that importing them compiles nothing.
+ * One that does not unpack only costs the compile: said on the console.
+ * @param {any} pyodide
+ * @param {Uint8Array} bytes a zip of files named by their path from `/`
+ */
+function unpackBytecode(pyodide, bytes) {
+  try {
+    pyodide.unpackArchive(bytes, 'zip', { extractDir: '/' });
+  } catch (err) {
+    console.warn('ortweb: the packages\' bytecode did not unpack; Python compiles their source', err);
+  }
 }
 
 /**

@@ -31,14 +31,13 @@ language as Emscripten would; the string-hash seed and ``random``'s state are th
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Final
+
+from .headless import bytes_from_page, first_line, keep
 
 __all__ = ["CORE", "JSPI", "Snapshot", "make_snapshot", "runtime_id"]
 
@@ -49,28 +48,16 @@ CORE: Final = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdl
 #: where ``WebAssembly`` has the same (``snapshot.js``).
 JSPI: Final = "Suspending"
 
-#: In the maker's page: Pyodide's snapshot, kept in the page for :data:`_PIECE`.
+#: In the maker's page: Pyodide's snapshot, left for :func:`.headless.bytes_from_page`.
 _MAKE: Final = """async (jspi) => {
   if (!(jspi in WebAssembly)) return `this Chromium has no WebAssembly.${jspi} (JSPI)`;
   const { loadPyodide } = await import('./pyodide.mjs');
   // LANG as no visitor has it, whatever this machine's: the page sets the visitor's.
   const pyodide = await loadPyodide({ indexURL: new URL('./', location.href).href,
     env: { LANG: 'C.UTF-8' }, _makeSnapshot: true, stdout: () => {}, stderr: () => {} });
-  globalThis.ortwebSnapshot = pyodide.makeMemorySnapshot();
-  return globalThis.ortwebSnapshot.length;
+  globalThis.ortwebMade = pyodide.makeMemorySnapshot();
+  return globalThis.ortwebMade.length;
 }"""
-#: A piece of it, base64 (what ``evaluate`` carries well).
-_PIECE: Final = """([start, stop]) => {
-  const part = globalThis.ortwebSnapshot.subarray(start, stop);
-  let text = '';
-  for (let i = 0; i < part.length; i += 8192) {
-    text += String.fromCharCode.apply(null, part.subarray(i, i + 8192));
-  }
-  return btoa(text);
-}"""
-_PIECE_BYTES: Final = 4 << 20
-#: The maker's page: only its origin matters.
-_PAGE: Final = "ortweb-snapshot.html"
 
 
 @dataclass(frozen=True)
@@ -86,34 +73,6 @@ def runtime_id(pyodide_dir: Path) -> str:
     ``snapshot.js``): of their sha256s, space-joined, in :data:`CORE`'s order."""
     shas = [hashlib.sha256((pyodide_dir / name).read_bytes()).hexdigest() for name in CORE]
     return hashlib.sha256(" ".join(shas).encode()).hexdigest()
-
-
-def _snapshot_bytes(pyodide_dir: Path, executable: str | None) -> bytes:
-    """The raw snapshot, made in a headless Chromium on a loopback server of
-    ``pyodide_dir``."""
-    from ..browser.launch import Browser
-    from ..serve import StaticServer
-
-    with StaticServer(pyodide_dir) as server, Browser(executable, webgpu=False) as browser:
-        context = browser.new_context()
-        try:
-            page_url = server.url.rstrip("/") + "/" + _PAGE
-            context.route(page_url, lambda route: route.fulfill(
-                body="<!doctype html><title>ortweb snapshot</title>", content_type="text/html"))
-            page = context.new_page()
-            page.goto(page_url)
-            made: Any = page.evaluate(_MAKE, JSPI)
-            if isinstance(made, str):
-                raise RuntimeError(made)
-            size = int(made)
-            pieces = [base64.b64decode(page.evaluate(_PIECE, [start, start + _PIECE_BYTES]))
-                      for start in range(0, size, _PIECE_BYTES)]
-        finally:
-            context.close()
-    raw = b"".join(pieces)
-    if len(raw) != size:
-        raise RuntimeError(f"the snapshot arrived with {len(raw)} of its {size} bytes")
-    return raw
 
 
 def make_snapshot(pyodide_dir: Path, cache_dir: Path, executable: str | None = None
@@ -144,19 +103,14 @@ def make_snapshot(pyodide_dir: Path, cache_dir: Path, executable: str | None = N
     if target.is_file():
         return Snapshot(target)
     try:
-        raw = _snapshot_bytes(pyodide_dir, executable)
+        raw = bytes_from_page(pyodide_dir, _MAKE, JSPI, executable)
     except Exception as exc:  # no browser, or Pyodide failed in it: said, not fatal
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return Snapshot(None, f"could not make Pyodide's snapshot in headless Chromium: {first}")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=cache_dir, prefix=".making-", delete=False) as tmp:
-        try:
-            # mtime=0: the same snapshot gives the same file.
-            with gzip.GzipFile(fileobj=tmp, mode="wb", compresslevel=6, mtime=0) as packed:
-                packed.write(raw)
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    # Atomic: a concurrent build finds the whole file or none.
-    os.replace(tmp.name, target)
-    return Snapshot(target)
+        return Snapshot(None, "could not make Pyodide's snapshot in headless Chromium: "
+                        + first_line(exc))
+
+    def write(out: IO[bytes]) -> None:
+        # mtime=0: the same snapshot gives the same file.
+        with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6, mtime=0) as packed:
+            packed.write(raw)
+
+    return Snapshot(keep(target, write))

@@ -66,6 +66,8 @@ class SiteReport:
     template: Path
     #: ``"shipped"``, or why the site has no Pyodide snapshot made at build time.
     snapshot: str = "shipped"
+    #: ``"shipped"``, or why the site has no bytecode of its packages.
+    bytecode: str = "shipped"
 
     @property
     def total_size(self) -> int:
@@ -82,6 +84,7 @@ class SiteReport:
                  f"assets {self.assets}; providers {','.join(self.providers)}; "
                  f"Pyodide packages {', '.join(self.packages)})",
                  f"Pyodide snapshot: {self.snapshot}",
+                 f"packages' bytecode: {self.bytecode}",
                  "largest files:"]
         width = max((len(format_size(f.size)) for f in self.largest(count)), default=0)
         for f in self.largest(count):

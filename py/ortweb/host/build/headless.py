@@ -1,0 +1,86 @@
+"""Bytes made by Pyodide in headless Chromium at build time, kept on disk.
+
+The build-time makers (:mod:`.pyodide_snapshot`, :mod:`.pyodide_bytecode`) run a
+piece of JS on a blank page served from a folder of Pyodide's files, in the browser
+their visitors' pages run in, and keep what it made: once per key, written atomically
+so that a concurrent build finds the whole file or none.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any, Final
+
+__all__ = ["bytes_from_page", "first_line", "keep"]
+
+#: A piece of what the page made (``globalThis.ortwebMade``), base64: what
+#: ``evaluate`` carries well.
+_PIECE: Final = """([start, stop]) => {
+  const part = globalThis.ortwebMade.subarray(start, stop);
+  let text = '';
+  for (let i = 0; i < part.length; i += 8192) {
+    text += String.fromCharCode.apply(null, part.subarray(i, i + 8192));
+  }
+  return btoa(text);
+}"""
+_PIECE_BYTES: Final = 4 << 20
+#: The maker's page: only its origin matters.
+_PAGE: Final = "ortweb-maker.html"
+
+
+def bytes_from_page(folder: Path, make: str, arg: Any, executable: str | None = None,
+                    timeout_s: float = 300.0) -> bytes:
+    """Run ``make(arg)`` on a blank page of a loopback server of ``folder`` in headless
+    Chromium and return the bytes it left in ``globalThis.ortwebMade``.
+
+    ``make`` is an async JS function that returns the length of what it made, or a
+    string saying why it made nothing (raised as :class:`RuntimeError`).
+    """
+    from ..browser.launch import Browser
+    from ..serve import StaticServer
+
+    with StaticServer(folder) as server, Browser(executable, webgpu=False) as browser:
+        context = browser.new_context()
+        try:
+            page_url = server.url.rstrip("/") + "/" + _PAGE
+            context.route(page_url, lambda route: route.fulfill(
+                body="<!doctype html><title>ortweb maker</title>", content_type="text/html"))
+            page = context.new_page()
+            page.set_default_timeout(timeout_s * 1000)
+            page.goto(page_url)
+            made: Any = page.evaluate(make, arg)
+            if isinstance(made, str):
+                raise RuntimeError(made)
+            size = int(made)
+            pieces = [base64.b64decode(page.evaluate(_PIECE, [start, start + _PIECE_BYTES]))
+                      for start in range(0, size, _PIECE_BYTES)]
+        finally:
+            context.close()
+    raw = b"".join(pieces)
+    if len(raw) != size:
+        raise RuntimeError(f"what the page made arrived with {len(raw)} of its {size} bytes")
+    return raw
+
+
+def keep(target: Path, write: Callable[[IO[bytes]], None]) -> Path:
+    """Write ``target`` through ``write`` atomically (a temporary file beside it,
+    renamed); returns ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".making-", delete=False) as tmp:
+        try:
+            write(tmp)
+        except BaseException:
+            os.unlink(tmp.name)
+            raise
+    os.replace(tmp.name, target)
+    return target
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's first line (its type when it says nothing), for a report."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
