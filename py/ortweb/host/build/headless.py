@@ -12,10 +12,19 @@ import base64
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-__all__ = ["bytes_from_page", "first_line", "keep"]
+__all__ = ["Made", "bytes_from_page", "first_line", "keep"]
+
+
+@dataclass(frozen=True)
+class Made:
+    """A file made at build time (``path``) or why there is none (``reason``)."""
+
+    path: Path | None
+    reason: str = ""
 
 #: A piece of what the page made (``globalThis.ortwebMade``), base64: what
 #: ``evaluate`` carries well.

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from .headless import bytes_from_page, first_line, keep
+from .headless import Made, bytes_from_page, first_line, keep
 from .pyodide_snapshot import runtime_id
 
 __all__ = ["Bytecode", "bytecode_id", "make_bytecode"]
@@ -77,12 +76,8 @@ out.getvalue()
 }"""
 
 
-@dataclass(frozen=True)
-class Bytecode:
+class Bytecode(Made):
     """Made bytecode (``path``, a zip) or why there is none (``reason``)."""
-
-    path: Path | None
-    reason: str = ""
 
 
 def bytecode_id(pyodide_dir: Path, packages: list[str]) -> str:

@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from .headless import bytes_from_page, first_line, keep
+from .headless import Made, bytes_from_page, first_line, keep
 
 __all__ = ["CORE", "JSPI", "Snapshot", "make_snapshot", "runtime_id"]
 
@@ -60,12 +59,8 @@ _MAKE: Final = """async (jspi) => {
 }"""
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Made):
     """A made snapshot (``path``, gzipped) or why there is none (``reason``)."""
-
-    path: Path | None
-    reason: str = ""
 
 
 def runtime_id(pyodide_dir: Path) -> str:
