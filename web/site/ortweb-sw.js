@@ -137,9 +137,9 @@ if (typeof window === 'undefined') {
    * Chromium keeps a module's optimised code beside the stored response it was
    * compiled from, and only for a response that came from a cache: served straight
    * from the network, `pyodide.asm.wasm` would be compiled cold on the first and
-   * second visit alike, and a restored interpreter runs at half speed until its hot
-   * functions are recompiled. The page checks such a file itself anyway before
-   * compiling it, so it waited for all of it already.
+   * second visit alike, and a restored interpreter runs slowly until its hot
+   * functions are optimised again (README, *Compiled wasm is kept*). The page checks
+   * such a file itself anyway before compiling it, so it waited for all of it already.
    * @param {string} path @param {any} entry @param {RequestInfo} request @param {(p: Promise<any>) => void} [waitUntil]
    */
   async function fetchAndStore(path, entry, request, waitUntil) {

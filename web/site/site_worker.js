@@ -93,7 +93,8 @@ async function main(config, base, controlled) {
   const built = restorable ? builtSnapshot(config, loader, kept) : null;
   built?.catch(() => {});
   const place = !restorable && config.snapshotMaker ? site : null;
-  const snapshot = built ? built.then((b) => b?.bytes ?? null) : (place ? loadSnapshot(place) : Promise.resolve(null));
+  const snapshot = built ? built.then((b) => b?.bytes ?? null)
+    : (place ? loadSnapshot(place) : Promise.resolve(null));
   const python = await startPython(config, loader, {
     print: (stream, line) => send({ type: 'print', stream, line }),
     status: (text) => send({ type: 'status', text }),
@@ -130,11 +131,13 @@ async function main(config, base, controlled) {
   // Off the first visit's critical path: the next visit boots from it.
   const downloaded = kept && python.bootedFrom === 'snapshot' ? await built : null;
   if (kept && downloaded && !downloaded.kept) {
+    // Awaited here, not in a callback: a closure would hold the 21 MB for the worker's life.
     const start = performance.now();
-    keepSnapshot(kept, downloaded.bytes)
-      .then(() => ({ stored: true, kept: true, bytes: downloaded.bytes.length, ms: performance.now() - start }))
-      .catch((err) => ({ stored: false, error: String(err) }))
-      .then((result) => send({ type: 'snapshot', ...result }));
+    const bytes = downloaded.bytes.length;
+    const result = await keepSnapshot(kept, downloaded.bytes).then(
+      () => ({ stored: true, kept: true, bytes, ms: performance.now() - start }),
+      (err) => ({ stored: false, error: String(err) }));
+    send({ type: 'snapshot', ...result });
   } else if (place && python.bootedFrom === 'fresh') {
     const makerURL = loader.absolute(config.snapshotMaker);
     loader.checkModules([makerURL])
@@ -143,7 +146,9 @@ async function main(config, base, controlled) {
       .catch((err) => ({ stored: false, error: String(err) }))
       .then((result) => send({ type: 'snapshot', ...result }));
   } else {
-    send({ type: 'snapshot', stored: false, error: (place || kept) && python.bootedFrom === 'snapshot' ? 'booted from a kept snapshot' : 'no snapshot kept here' });
+    const error = (place || kept) && python.bootedFrom === 'snapshot'
+      ? 'booted from a kept snapshot' : 'no snapshot kept here';
+    send({ type: 'snapshot', stored: false, error });
   }
 }
 

@@ -102,8 +102,8 @@ export function keptPlace(place, config) {
  * it, or it is not a whole snapshot (Pyodide then boots as usual). Its bytes are
  * checked against the manifest like every file: a changed file fails the page by name.
  * With `kept` ({@link keptPlace}) an earlier visit's unpacked copy is taken when there
- * is one: unpacking 5 MB into 21 MB costs a quarter of a second on a busy CPU, reading
- * the copy almost nothing. `kept: false` in the result says the bytes were downloaded,
+ * is one: unpacking costs CPU on every visit, reading the copy almost none (README,
+ * *Pyodide's memory snapshot*). `kept: false` in the result says the bytes were downloaded,
  * for {@link keepSnapshot} once the page is ready.
  * @param {any} config
  * @param {{bytesOf: (url: string) => Promise<Uint8Array>}} loader
