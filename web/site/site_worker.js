@@ -131,7 +131,7 @@ async function main(config, base, controlled) {
   // Off the first visit's critical path: the next visit boots from it.
   const downloaded = kept && python.bootedFrom === 'snapshot' ? await built : null;
   if (kept && downloaded && !downloaded.kept) {
-    // Awaited here, not in a callback: a closure would hold the 21 MB for the worker's life.
+    // `window.ortweb.snapshot` resolves once it is stored.
     const start = performance.now();
     const bytes = downloaded.bytes.length;
     const result = await keepSnapshot(kept, downloaded.bytes).then(
