@@ -86,6 +86,17 @@ def test_the_id_follows_every_wheel_and_core_file(pyodide_dir: Path, tmp_path: P
         lock["packages"][name]["sha256"] = "0" * 64
         lock_path.write_text(json.dumps(lock))
         assert bytecode_id(other, _PACKAGES) != base, name
+    # What a package depends on is compiled too: its wheel is part of the key.
+    deps = tmp_path / "deps"
+    shutil.copytree(pyodide_dir, deps)
+    lock = json.loads((deps / "pyodide-lock.json").read_text())
+    lock["packages"]["ortweb"]["depends"] = [*lock["packages"]["ortweb"].get("depends", []),
+                                             "micropip"]
+    (deps / "pyodide-lock.json").write_text(json.dumps(lock))
+    with_dep = bytecode_id(deps, _PACKAGES)
+    lock["packages"]["micropip"]["sha256"] = "0" * 64
+    (deps / "pyodide-lock.json").write_text(json.dumps(lock))
+    assert bytecode_id(deps, _PACKAGES) != with_dep
     core = tmp_path / "core"
     shutil.copytree(pyodide_dir, core)
     with (core / "pyodide.asm.wasm").open("ab") as f:

@@ -81,11 +81,20 @@ class Bytecode(Made):
 
 
 def bytecode_id(pyodide_dir: Path, packages: list[str]) -> str:
-    """The key of ``packages``' bytecode: Pyodide's core files (:func:`runtime_id`) and
-    the sha256 of every wheel ``pyodide_dir``'s lock gives for them."""
+    """The key of ``packages``' bytecode: Pyodide's core files (:func:`runtime_id`), the
+    packages, and the sha256 of every wheel ``pyodide_dir``'s lock gives for them and
+    for what they depend on (their modules are compiled too, and used unchecked)."""
     lock = json.loads((pyodide_dir / "pyodide-lock.json").read_text())["packages"]
-    wheels = sorted(f"{name}={lock[name]['sha256']}" for name in packages if name in lock)
-    text = " ".join([_VERSION, runtime_id(pyodide_dir), *wheels])
+    loaded: set[str] = set()
+    todo = list(packages)
+    while todo:
+        name = todo.pop()
+        if name in loaded or name not in lock:
+            continue
+        loaded.add(name)
+        todo.extend(lock[name].get("depends", []))
+    wheels = [f"{name}={lock[name]['sha256']}" for name in sorted(loaded)]
+    text = " ".join([_VERSION, runtime_id(pyodide_dir), ",".join(sorted(packages)), *wheels])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
