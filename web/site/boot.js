@@ -350,10 +350,8 @@ async function startInPage() {
   callPython = python.call;
   becomeReady(python.functions);
   // Off the critical path: the next visit reads it unpacked.
-  const downloaded = kept && bootedFrom === 'snapshot' ? await built : null;
-  if (kept && downloaded && !downloaded.kept) {
-    snapshots.keepSnapshot(kept, downloaded.bytes).catch((err) => console.warn('ortweb: could not keep the snapshot', err));
-  }
+  const keptNow = await snapshots.keepBuilt(kept, built, bootedFrom);
+  if (keptNow && !keptNow.stored) console.warn('ortweb: could not keep the snapshot', keptNow.error);
 }
 
 /**

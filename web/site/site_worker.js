@@ -16,7 +16,7 @@ import { checkModulesWith } from './bridge/runtime.js';
 import { createLoader } from './loader.js';
 import { startPython } from './python.js';
 import {
-  builtSnapshot, canRestoreBuilt, dropSnapshot, keepSnapshot, keptPlace, loadSnapshot, makeSnapshot, snapshotPlace,
+  builtSnapshot, canRestoreBuilt, dropSnapshot, keepBuilt, keptPlace, loadSnapshot, makeSnapshot, snapshotPlace,
 } from './snapshot.js';
 
 /** @type {any} */
@@ -129,15 +129,10 @@ async function main(config, base, controlled) {
     bootedFrom: python.bootedFrom, at: epoch(),
   });
   // Off the first visit's critical path: the next visit boots from it.
-  const downloaded = kept && python.bootedFrom === 'snapshot' ? await built : null;
-  if (kept && downloaded && !downloaded.kept) {
-    // `window.ortweb.snapshot` resolves once it is stored.
-    const start = performance.now();
-    const bytes = downloaded.bytes.length;
-    const result = await keepSnapshot(kept, downloaded.bytes).then(
-      () => ({ stored: true, kept: true, bytes, ms: performance.now() - start }),
-      (err) => ({ stored: false, error: String(err) }));
-    send({ type: 'snapshot', ...result });
+  // `window.ortweb.snapshot` resolves once it is stored.
+  const keptNow = await keepBuilt(kept, built, python.bootedFrom);
+  if (keptNow) {
+    send({ type: 'snapshot', ...keptNow });
   } else if (place && python.bootedFrom === 'fresh') {
     const makerURL = loader.absolute(config.snapshotMaker);
     loader.checkModules([makerURL])

@@ -104,7 +104,7 @@ export function keptPlace(place, config) {
  * With `kept` ({@link keptPlace}) an earlier visit's unpacked copy is taken when there
  * is one: unpacking costs CPU on every visit, reading the copy almost none (README,
  * *Pyodide's memory snapshot*). `kept: false` in the result says the bytes were downloaded,
- * for {@link keepSnapshot} once the page is ready.
+ * for {@link keepBuilt} once the page is ready.
  * @param {any} config
  * @param {{bytesOf: (url: string) => Promise<Uint8Array>}} loader
  * @param {{cacheName: string, key: string}|null} [kept]
@@ -138,13 +138,32 @@ export async function builtSnapshot(config, loader, kept = null) {
  * @param {{cacheName: string, key: string}} place
  * @param {Uint8Array} bytes
  */
-export async function keepSnapshot(place, bytes) {
+async function keepSnapshot(place, bytes) {
   const cache = await caches.open(place.cacheName);
   for (const request of await cache.keys()) {
     if (request.url !== place.key) await cache.delete(request);
   }
   await cache.put(place.key, new Response(/** @type {Uint8Array<ArrayBuffer>} */ (bytes),
     { headers: { 'Content-Type': 'application/octet-stream' } }));
+}
+
+/**
+ * Once a visit restored from the build's snapshot it downloaded ({@link builtSnapshot}
+ * with `kept`), store it unpacked at `kept` for the next visit: `{stored: true, kept:
+ * true, bytes, ms}` or `{stored: false, error}`; null when there is nothing to keep (no
+ * `kept`, a usual boot, or the bytes came from `kept` already).
+ * @param {{cacheName: string, key: string}|null} kept
+ * @param {Promise<{bytes: Uint8Array, kept: boolean}|null>|null} built
+ * @param {string|null} bootedFrom `'snapshot'` or `'fresh'`
+ */
+export async function keepBuilt(kept, built, bootedFrom) {
+  const downloaded = kept && built && bootedFrom === 'snapshot' ? await built : null;
+  if (!kept || !downloaded || downloaded.kept) return null;
+  const start = performance.now();
+  const bytes = downloaded.bytes.length;
+  return keepSnapshot(kept, downloaded.bytes).then(
+    () => ({ stored: true, kept: true, bytes, ms: performance.now() - start }),
+    (err) => ({ stored: false, error: String(err) }));
 }
 
 /**

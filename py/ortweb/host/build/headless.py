@@ -26,6 +26,7 @@ class Made:
     path: Path | None
     reason: str = ""
 
+
 #: A piece of what the page made (``globalThis.ortwebMade``), base64: what
 #: ``evaluate`` carries well.
 _PIECE: Final = """([start, stop]) => {
