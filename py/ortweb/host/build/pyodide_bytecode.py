@@ -22,12 +22,12 @@ Without a Chromium that starts, a site ships none and its report says why.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import IO, Final
 
 from .headless import Made, bytes_from_page, first_line, keep
-from .pyodide_snapshot import runtime_id
+from .offline_packages import PackageError
+from .pyodide_snapshot import closure_wheels, runtime_id
 
 __all__ = ["Bytecode", "bytecode_id", "make_bytecode"]
 
@@ -84,16 +84,7 @@ def bytecode_id(pyodide_dir: Path, packages: list[str]) -> str:
     """The key of ``packages``' bytecode: Pyodide's core files (:func:`runtime_id`), the
     packages, and the sha256 of every wheel ``pyodide_dir``'s lock gives for them and
     for what they depend on (their modules are compiled too, and used unchecked)."""
-    lock = json.loads((pyodide_dir / "pyodide-lock.json").read_text())["packages"]
-    loaded: set[str] = set()
-    todo = list(packages)
-    while todo:
-        name = todo.pop()
-        if name in loaded or name not in lock:
-            continue
-        loaded.add(name)
-        todo.extend(lock[name].get("depends", []))
-    wheels = [f"{name}={lock[name]['sha256']}" for name in sorted(loaded)]
+    wheels = closure_wheels(pyodide_dir, packages)
     text = " ".join([_VERSION, runtime_id(pyodide_dir), ",".join(sorted(packages)), *wheels])
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -123,7 +114,7 @@ def make_bytecode(pyodide_dir: Path, packages: list[str], cache_dir: Path,
     """
     try:
         target = cache_dir / f"bytecode-{bytecode_id(pyodide_dir, packages)}.zip"
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, PackageError) as exc:
         return Bytecode(None, f"the site's Pyodide folder is not whole: {first_line(exc)}")
     if target.is_file():
         return Bytecode(target)

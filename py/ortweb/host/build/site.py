@@ -48,7 +48,7 @@ from .assets import Assets, find_assets
 from .offline_packages import PackageError, read_offline
 from .pyodide_bytecode import Bytecode, make_bytecode
 from .pyodide_snapshot import JSPI as SNAPSHOT_JSPI
-from .pyodide_snapshot import Snapshot, make_snapshot
+from .pyodide_snapshot import Snapshot, make_snapshot, module_imports
 from .requirements import resolve_offline
 from .site_files import (
     GENERATOR,
@@ -312,7 +312,11 @@ def _write(
         installer_entry = loads.fetch("ortweb/install_wheels.py", installer, "install_wheels.py")
 
     # Pyodide's interpreter as memory, made here: the first visit skips its start-up.
-    made = (make_snapshot(assets.pyodide, assets.root / "build" / "snapshots") if snapshot
+    # With what the packages and the site's runner import from the standard library.
+    runner_imports = sorted({name for module in ("site_runner", "site_page")
+                             for name in module_imports(inpage_source(module))})
+    made = (make_snapshot(assets.pyodide, assets.root / "build" / "snapshots",
+                          packages=packages, imports=runner_imports) if snapshot
             else Snapshot(None, "not asked for (--no-snapshot)"))
     snapshot_entry = None
     if made.path is not None:
