@@ -19,6 +19,9 @@
  * @property {(line: string) => void} [stderr]
  * @property {(msg: string) => void} [progress] messages about what is loading
  * @property {object} [loadOptions] more options for `loadPyodide` (a site's `_loadSnapshot`)
+ * @property {(pyodide: any) => Promise<() => void>} [aroundPackages] called once Pyodide
+ *   is up, before the packages load; what it resolves to is called once they have (a
+ *   site's kept unpacked wheels, web/site/unpacked.js)
  */
 
 /**
@@ -46,15 +49,21 @@ export async function bootPyodide(options) {
     packageCacheDir: indexURL,
     ...options.loadOptions,
   });
+  keepStdlibZipListing(pyodide);
   if (Object.keys(missingImports).length) installMissingHook(pyodide, missingImports);
   /** @type {string[]} */
   const problems = [];
   progress(`loading ${packages.join(', ')}`);
-  await pyodide.loadPackage(packages, {
-    messageCallback: () => {},
-    errorCallback: (/** @type {string} */ msg) => problems.push(msg),
-    checkIntegrity: true,
-  });
+  const after = await options.aroundPackages?.(pyodide);
+  try {
+    await pyodide.loadPackage(packages, {
+      messageCallback: () => {},
+      errorCallback: (/** @type {string} */ msg) => problems.push(msg),
+      checkIntegrity: true,
+    });
+  } finally {
+    after?.();
+  }
   const missing = packages.filter((p) => !(p in pyodide.loadedPackages));
   if (missing.length || problems.length) {
     throw new Error(`Pyodide packages failed to load: ${missing.join(', ') || '(none missing)'}; ${problems.join(' | ')}`);
@@ -118,6 +127,41 @@ class OfflineMissingFinder(MetaPathFinder):
 
 sys.meta_path.append(OfflineMissingFinder(dict(missing)))
 `;
+
+// Python 3.12's zipimporter reads its archive's whole listing again on every
+// importlib.invalidate_caches(), which each loadPackage and micropip install calls:
+// a quarter of a second for the standard library's zip right after a snapshot restore
+// (CPython gh-103200, fixed in 3.13). That zip never changes in a page; other
+// archives on sys.path are still read again.
+const STDLIB_ZIP_LISTING = `
+import json, zipimport
+
+def _keep_stdlib_listing(reread, archive):
+    def invalidate_caches(self):
+        if self.archive != archive:
+            reread(self)
+    invalidate_caches.ortweb_keeps = archive
+    return invalidate_caches
+
+loader = json.__spec__.loader
+if (isinstance(loader, zipimport.zipimporter)
+        and not hasattr(zipimport.zipimporter.invalidate_caches, "ortweb_keeps")):
+    zipimport.zipimporter.invalidate_caches = _keep_stdlib_listing(
+        zipimport.zipimporter.invalidate_caches, loader.archive)
+`;
+
+/**
+ * See STDLIB_ZIP_LISTING (a standard library that is not a zip is left as it is).
+ * @param {any} pyodide
+ */
+function keepStdlibZipListing(pyodide) {
+  const scope = pyodide.globals.get('dict')();
+  try {
+    pyodide.runPython(STDLIB_ZIP_LISTING, { globals: scope });
+  } finally {
+    scope.destroy();
+  }
+}
 
 /** @param {any} pyodide @param {Object<string, string>} missing */
 function installMissingHook(pyodide, missing) {

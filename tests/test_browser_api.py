@@ -367,3 +367,36 @@ async def test_errors_from_the_runtime_are_translated(ortweb_page, models):
     good = await sess.run_async(None, {"ids": np.array([1], np.int64), "table": table + 1})
     assert good[2].tolist() == [2]
     await sess.close_async()
+
+
+@run_in_browser
+def test_invalidate_caches_reads_no_zip_but_those_that_may_change(ortweb_page):
+    # Python 3.12 reads a zip's whole listing again on importlib.invalidate_caches(),
+    # which every loadPackage calls; the page's boot keeps the standard library's
+    # (bridge_js/pyodide_boot.js). A zip of one's own is still read again.
+    import importlib
+    import json
+    import sys
+    import tempfile
+    import zipfile
+    import zipimport
+
+    stdlib = json.__spec__.loader.archive  # type: ignore[union-attr]
+    listing = zipimport._zip_directory_cache[stdlib]  # type: ignore[attr-defined]
+    own = tempfile.mkdtemp() + "/own.zip"
+    with zipfile.ZipFile(own, "w") as archive:
+        archive.writestr("ortweb_zip_one.py", "VALUE = 1\n")
+    sys.path.append(own)
+    try:
+        import ortweb_zip_one
+
+        assert ortweb_zip_one.VALUE == 1
+        with zipfile.ZipFile(own, "a") as archive:
+            archive.writestr("ortweb_zip_two.py", "VALUE = 2\n")
+        importlib.invalidate_caches()
+        assert zipimport._zip_directory_cache[stdlib] is listing  # type: ignore[attr-defined]
+        import ortweb_zip_two
+
+        assert ortweb_zip_two.VALUE == 2
+    finally:
+        sys.path.remove(own)
