@@ -72,8 +72,11 @@ def facts():
     import os
     import random
     import sys
+    import time
     return {"lang": os.environ["LANG"], "executable": sys.executable,
-            "random": random.random()}
+            "random": random.random(),
+            "time_zone": [time.timezone, time.altzone, time.daylight, list(time.tzname),
+                          time.strftime("%Z", time.localtime(0))]}
 """
 
 #: The LANG Emscripten gives a fresh boot in this browser.
@@ -139,6 +142,23 @@ def test_the_first_visit_boots_from_the_build_snapshot(browser: Browser, tmp_pat
             # `random` is seeded again on every restore.
             assert again.call("facts")["random"] != facts["random"]
         assert not ctx.blocked
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Tokyo"])
+def test_a_restored_interpreter_has_the_visitors_time_zone(browser: Browser, tmp_path: Path,
+                                                           zone: str) -> None:
+    # The snapshot was made in this machine's zone; the visitor is elsewhere.
+    facts = {}
+    for snapshot in (True, False):
+        site = _facts_site(tmp_path / str(snapshot), snapshot=snapshot)
+        with StaticServer(site) as server, SiteContext(browser, server.url,
+                                                       timezone_id=zone) as ctx:
+            with ctx.open(server.url) as page:
+                boot = page.evaluate("() => window.ortweb.pythonBoot")
+                assert boot == ("snapshot" if snapshot else "fresh")
+                facts[boot] = page.call("facts")["time_zone"]
+    assert facts["snapshot"] == facts["fresh"], facts
+    assert facts["fresh"][0] in (18000, -32400), facts
 
 
 @pytest.mark.parametrize("worker", [True, False], ids=["worker", "main-thread"])

@@ -41,6 +41,8 @@ class SiteContext:
     cdn, tamper : optional
         A CDN mirror, and what changes its answers; as for
         :class:`~ortweb.host.browser.OfflineRouter`.
+    timezone_id : str, optional
+        The time zone the site's pages see (an IANA name), instead of the machine's.
     """
 
     def __init__(
@@ -50,11 +52,12 @@ class SiteContext:
         *,
         cdn: CdnMirror | None = None,
         tamper: Callable[[str, bytes], bytes] | None = None,
+        timezone_id: str | None = None,
     ):
         self.origin = origin_of(origin)
         self.log = PageLog()
         self.context = browser.new_context(OfflineRouter(origin, self.log, cdn=cdn,
-                                                         tamper=tamper))
+                                                         tamper=tamper), timezone_id=timezone_id)
 
     @property
     def blocked(self) -> list[str]:

@@ -234,7 +234,7 @@ class Browser:
                        freeze_timeout=self._freeze_timeout)
 
     def new_context(self, router: OfflineRouter | None = None, *,
-                    origin: str | None = None) -> Any:
+                    origin: str | None = None, timezone_id: str | None = None) -> Any:
         """A Playwright browser context (own cache and storage).
 
         Parameters
@@ -248,6 +248,8 @@ class Browser:
         origin : str, optional
             The local server's URL, for the router a remote browser gets when
             none is given.
+        timezone_id : str, optional
+            The time zone its pages see (an IANA name), instead of the machine's.
         """
         if router is None and self.remote and origin is not None:
             from .capture import PageLog
@@ -255,7 +257,8 @@ class Browser:
             router = OfflineRouter(origin, PageLog())
         if router is not None and self.remote:
             router.relay = True
-        context = self._browser.new_context()
+        context = self._browser.new_context(
+            **({"timezone_id": timezone_id} if timezone_id else {}))
         if router is not None:
             try:
                 context.route("**/*", router)
