@@ -87,6 +87,9 @@ def test_site_section_one_round(ortweb_runtime) -> None:
     # The first visit already boots from the snapshot the build ships.
     assert details["site_first_visit_from_snapshot"]["median"] == 1
     assert details["site_second_visit_from_snapshot"]["median"] == 1
+    # The second visit wrote the wheels the first kept unpacked.
+    assert details["site_second_visit_kept_wheels"]["median"] == 1
+    assert details["site_kept_wheels_mb"]["median"] > 5
     assert 1 < details["site_snapshot_shipped_mb"]["median"] < 20
     # Every file of a wasm-only site is needed by its first inference.
     assert details["site_first_visit_bytes"]["median"] == pytest.approx(

@@ -235,6 +235,10 @@ let bootedFrom = null;
 let resolveSnapshot = () => {};
 /** @type {Promise<any>} what the worker reports of the memory snapshot, once ready */
 const snapshotDone = new Promise((resolve) => { resolveSnapshot = resolve; });
+/** @type {(value: any) => void} */
+let resolvePackages = () => {};
+/** @type {Promise<any>} where this visit's wheels came from, and whether they are kept */
+const packagesDone = new Promise((resolve) => { resolvePackages = resolve; });
 /** @type {(name: string, args: any[]) => Promise<any>} */
 let callPython = () => Promise.reject(new Error('ortweb: Python has not started'));
 
@@ -322,17 +326,19 @@ let offline = Promise.resolve(null);
 
 /** `--main-thread`: the loader and Python on this page. */
 async function startInPage() {
-  const [{ createLoader }, { startPython }, snapshots] = await Promise.all(
-    [import('./loader.js'), import('./python.js'), import('./snapshot.js')]);
+  const [{ createLoader }, { startPython }, snapshots, wheels] = await Promise.all(
+    [import('./loader.js'), import('./python.js'), import('./snapshot.js'), import('./unpacked.js')]);
   const loader = createLoader(config, document.baseURI, { row, fail }, { controlled: controlled() });
   loader.install();
-  // The build's snapshot of the interpreter, if it shipped one (snapshot.js), unpacked
-  // by an earlier visit when the service worker serves the page.
-  const site = controlled() && snapshots.canRestoreBuilt(config)
+  // What an earlier visit kept when the service worker serves the page: the build's
+  // snapshot of the interpreter unpacked, if it shipped one (snapshot.js), and the
+  // wheels unpacked (unpacked.js).
+  const site = controlled()
     ? await snapshots.snapshotPlace(config, loader.absolute, document.baseURI).catch(() => null) : null;
-  const kept = site ? snapshots.keptPlace(site, config) : null;
+  const kept = site && snapshots.canRestoreBuilt(config) ? snapshots.keptPlace(site, config) : null;
   const built = snapshots.builtSnapshot(config, loader, kept);
   built.catch(() => {});
+  const wheelsPlace = wheels.unpackedPlace(site, config, loader.absolute);
   const python = await startPython(config, loader, {
     print: (stream, line) => ui.print(stream, line),
     status: (text) => ui.status(text),
@@ -340,6 +346,8 @@ async function startInPage() {
     post: postToPage,
   }, {
     snapshot: built.then((b) => b?.bytes ?? null),
+    // Read after the snapshot, which is needed first, while Pyodide restores.
+    unpacked: wheelsPlace ? built.then(() => wheels.loadUnpacked(wheelsPlace)) : Promise.resolve(null),
     async snapshotFailed() {
       if (kept) await snapshots.dropSnapshot(kept);
     },
@@ -349,7 +357,8 @@ async function startInPage() {
   modelSource = loader.modelSource;
   callPython = python.call;
   becomeReady(python.functions);
-  // Off the critical path: the next visit reads it unpacked.
+  // Off the critical path: the next visit reads these unpacked.
+  wheels.keepPackages(wheelsPlace, python.unpacking).then(resolvePackages);
   const keptNow = await snapshots.keepBuilt(kept, built, bootedFrom);
   if (keptNow && !keptNow.stored) console.warn('ortweb: could not keep the snapshot', keptNow.error);
 }
@@ -436,6 +445,11 @@ async function startWorker() {
         case 'snapshot':
           resolveSnapshot(msg);
           break;
+        case 'packages': {
+          const { type, ...packages } = msg;
+          resolvePackages(packages);
+          break;
+        }
         case 'ready':
           modelSource = msg.modelSource;
           bootedFrom = msg.bootedFrom;
@@ -531,6 +545,13 @@ async function call(name, ...args) {
    * this visit booted from one, or no service worker serves the page).
    */
   get snapshot() { return config.worker ? ready.then(() => snapshotDone) : Promise.resolve(null); },
+  /**
+   * After `ready`: resolves once what this visit unpacked from Pyodide's wheels is kept
+   * for the next visit (unpacked.js): `{from: 'wheels', stored: true, bytes, ms}`,
+   * `{from: 'wheels', stored: false, error}`, or `{from: 'kept'}` when this visit wrote
+   * them from an earlier visit's copy.
+   */
+  get packages() { return ready.then(() => packagesDone); },
   /** Whether the site's service worker serves this page. */
   get controlled() { return controlled(); },
   /**

@@ -9,6 +9,7 @@
  */
 import { installBridge } from './bridge/index.js';
 import { bootPyodide } from './bridge/pyodide_boot.js';
+import { unpackWith } from './unpacked.js';
 
 /**
  * @typedef {object} PythonIO what Python's side tells the page
@@ -50,10 +51,13 @@ function warmOrt(bridge, providers) {
  * @param {import('./loader.js').Loader} loader
  * @param {PythonIO} io
  * @param {{beforeBoot?: Promise<any>, snapshot?: Promise<Uint8Array|null>,
- *   snapshotFailed?: (err: any) => Promise<void>}} [options] `beforeBoot`: awaited before
- *   Pyodide's modules are imported (the worker checks them meanwhile); `snapshot`: a
- *   memory snapshot of the bare interpreter to boot from (snapshot.js), booting as usual
- *   when it fails to restore (said on the console; `snapshotFailed` hears why)
+ *   snapshotFailed?: (err: any) => Promise<void>,
+ *   unpacked?: Promise<Map<string, import('./unpacked.js').Unpacked>|null>}} [options]
+ *   `beforeBoot`: awaited before Pyodide's modules are imported (the worker checks them
+ *   meanwhile); `snapshot`: a memory snapshot of the interpreter to boot from
+ *   (snapshot.js), booting as usual when it fails to restore (said on the console;
+ *   `snapshotFailed` hears why); `unpacked`: wheels an earlier visit kept unpacked
+ *   (unpacked.js), written instead of unpacked
  */
 export async function startPython(config, loader, io, options = {}) {
   const { absolute } = loader;
@@ -99,6 +103,8 @@ export async function startPython(config, loader, io, options = {}) {
   const lock = lockFileURL(absolute(config.pyodide.lockURL));
   lock.catch(() => {});
   await options.beforeBoot;
+  /** @type {ReturnType<typeof unpackWith>|null} */
+  let unpacking = null;
   const boot = {
     indexURL,
     lockFileURL: await lock,
@@ -109,6 +115,13 @@ export async function startPython(config, loader, io, options = {}) {
       // Pyodide's core is up (booted or restored); its packages load next.
       if (msg !== 'loading Pyodide') io.mark('interpreter');
       io.status(`${msg}…`);
+    },
+    /** @param {any} booted */
+    aroundPackages: async (booted) => {
+      // Read while Pyodide restored or booted.
+      const current = unpackWith(booted, (await options.unpacked) ?? null);
+      unpacking = current;
+      return () => current.restore();
     },
   };
   /** @type {any} */
@@ -184,6 +197,8 @@ export async function startPython(config, loader, io, options = {}) {
     functions,
     /** Whether Pyodide was restored from a memory snapshot or booted as usual. */
     bootedFrom,
+    /** What the packages' unpacking did (unpacked.js), to keep for the next visit. */
+    unpacking,
     /**
      * Call a function the script defined: its envelope (`{ok, value}` with plain JS
      * values, or `{ok: false, type, message, traceback}`).

@@ -18,6 +18,7 @@ import { startPython } from './python.js';
 import {
   builtSnapshot, canRestoreBuilt, dropSnapshot, keepBuilt, keptPlace, loadSnapshot, makeSnapshot, snapshotPlace,
 } from './snapshot.js';
+import { keepPackages, loadUnpacked, unpackedPlace } from './unpacked.js';
 
 /** @type {any} */
 const scope = globalThis;
@@ -95,6 +96,10 @@ async function main(config, base, controlled) {
   const place = !restorable && config.snapshotMaker ? site : null;
   const snapshot = built ? built.then((b) => b?.bytes ?? null)
     : (place ? loadSnapshot(place) : Promise.resolve(null));
+  // What an earlier visit unpacked from the wheels (unpacked.js).
+  const wheelsPlace = unpackedPlace(site, config, loader.absolute);
+  // Read after the snapshot, which is needed first, while Pyodide restores.
+  const unpacked = wheelsPlace ? snapshot.then(() => loadUnpacked(wheelsPlace)) : Promise.resolve(null);
   const python = await startPython(config, loader, {
     print: (stream, line) => send({ type: 'print', stream, line }),
     status: (text) => send({ type: 'status', text }),
@@ -103,6 +108,7 @@ async function main(config, base, controlled) {
   }, {
     beforeBoot: pyodideChecked,
     snapshot,
+    unpacked,
     async snapshotFailed() {
       for (const stored of [place, kept]) if (stored) await dropSnapshot(stored);
     },
@@ -128,8 +134,10 @@ async function main(config, base, controlled) {
     type: 'ready', functions: python.functions, modelSource: loader.modelSource,
     bootedFrom: python.bootedFrom, at: epoch(),
   });
-  // Off the first visit's critical path: the next visit boots from it.
-  // `window.ortweb.snapshot` resolves once it is stored.
+  // Off the first visit's critical path, for the next visit: its wheels unpacked
+  // (`window.ortweb.packages` resolves once stored) and the snapshot it boots from
+  // (`window.ortweb.snapshot`).
+  keepPackages(wheelsPlace, python.unpacking).then((kept) => send({ type: 'packages', ...kept }));
   const keptNow = await keepBuilt(kept, built, python.bootedFrom);
   if (keptNow) {
     send({ type: 'snapshot', ...keptNow });

@@ -8,8 +8,10 @@ order, each in a fresh browser context:
 ``visits``
     the worker site's first visit (time to first inference: the page's ``ready``
     mark, ms since navigation start; the bytes of the site's files requested until
-    then), its second visit once the service worker stored every file (both visits boot
-    from the Pyodide snapshot the build ships, ``web/site/snapshot.js``;
+    then), its second visit once the service worker stored every file and the first
+    visit kept its unpacked wheels (``web/site/unpacked.js``; ``site_kept_wheels_mb``,
+    ``site_second_visit_kept_wheels``) (both visits boot from the Pyodide snapshot the
+    build ships, ``web/site/snapshot.js``;
     ``site_snapshot_mb`` and ``site_snapshot_make_ms`` only where a page made one
     itself), and a visit with the network cut;
 ``pyodide``
@@ -154,8 +156,10 @@ def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]
         rel = [u[len(url):].split("?")[0] or "index.html" for u in requested if u.startswith(url)]
         first_bytes = sum(files[p]["size"] for p in set(rel) if p in files)
         stored = page.evaluate("() => window.ortweb.offline")
-        # Pyodide's memory snapshot, made after the first inference for the next visit.
+        # Pyodide's memory snapshot and the unpacked wheels, kept after the first
+        # inference for the next visit.
         snapshot = page.evaluate("() => window.ortweb.snapshot")
+        packages = page.evaluate("() => window.ortweb.packages")
         page.close()
         if not stored or stored["stored"] != stored["total"]:
             raise RuntimeError(f"the service worker did not store the site: {stored}")
@@ -164,6 +168,7 @@ def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]
         page.goto(url)
         second = _ready_ms(page)
         second_boot = page.evaluate("() => window.ortweb.pythonBoot")
+        second_packages = page.evaluate("() => window.ortweb.packages")
         page.wait_for_timeout(500)
         second_requests = network[before:]
         page.close()
@@ -175,7 +180,8 @@ def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]
     finally:
         context.close()
     return {"first": first, "second": second, "offline": offline, "bytes": first_bytes,
-            "second_requests": second_requests, "snapshot": snapshot,
+            "second_requests": second_requests, "snapshot": snapshot, "packages": packages,
+            "second_packages": second_packages,
             "first_boot": first_boot, "second_boot": second_boot}
 
 
@@ -185,9 +191,10 @@ def _responsiveness(runtime: Runtime, url: str, seconds: float, calls: int) -> d
         page = context.new_page()
         page.goto(url)
         _ready_ms(page)
-        # The worker site's first visit makes Pyodide's memory snapshot in a worker of
-        # its own once ready: measured after it, as a visitor's page runs for long.
+        # Once ready, the worker site's first visit keeps Pyodide's memory snapshot and
+        # its unpacked wheels: measured after that, as a visitor's page runs for long.
         page.evaluate("() => window.ortweb.snapshot")
+        page.evaluate("() => window.ortweb.packages")
         return dict(page.evaluate(_RESPONSIVENESS, [seconds, calls]))
     finally:
         context.close()
@@ -239,6 +246,10 @@ def site(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
             rec.add("site_second_visit_from_snapshot", [int(v["second_boot"] == "snapshot")])
             if _SNAPSHOT_FILE in files:
                 rec.add("site_snapshot_shipped_mb", [files[_SNAPSHOT_FILE]["size"] / 1e6])
+            rec.add("site_second_visit_kept_wheels",
+                    [int((v["second_packages"] or {}).get("from") == "kept")])
+            if (v["packages"] or {}).get("stored"):
+                rec.add("site_kept_wheels_mb", [v["packages"]["bytes"] / 1e6])
             if v["snapshot"] and v["snapshot"].get("stored"):
                 rec.add("site_snapshot_mb", [v["snapshot"]["bytes"] / 1e6])
                 rec.add("site_snapshot_make_ms", [v["snapshot"]["ms"]])
@@ -252,6 +263,7 @@ def site(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
         })
     return ["site_first_visit_ms", "site_pyodide_numpy_ms", "site_second_visit_ms",
             "site_first_visit_from_snapshot", "site_second_visit_from_snapshot",
+            "site_second_visit_kept_wheels", "site_kept_wheels_mb",
             "site_snapshot_shipped_mb", "site_snapshot_mb", "site_snapshot_make_ms",
             "site_offline_visit_ms", "site_first_visit_bytes", "site_main_thread_long_tasks",
             "site_main_thread_max_frame_gap_ms", "site_heavy_run_ms_worker",

@@ -19,7 +19,8 @@ Layout of a site::
                 with snapshot_maker.js), pyodide-snapshot.gz (Pyodide's memory snapshot,
                 made at build time; snapshot.js restores it), pyodide-bytecode.zip (the
                 packages' bytecode, compiled at build time), loader.js, python.js,
-                sha256.js, site_runner.py, site_page.py, bridge/*.js
+                unpacked.js (keeps the wheels a visit unpacked for the next), sha256.js,
+                site_runner.py, site_page.py, bridge/*.js
     pyodide/    pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, a trimmed lock, wheels
     ort/        onnxruntime-web builds for the chosen providers
     wheels/     --wheel files, installed with micropip (offline) before the script runs
@@ -283,7 +284,7 @@ def _write(
 
     # ortweb's own JS and the in-page runner.
     web_site = assets.web / "site"
-    for name in ("boot.js", "sha256.js", "loader.js", "python.js", "snapshot.js",
+    for name in ("boot.js", "sha256.js", "loader.js", "python.js", "snapshot.js", "unpacked.js",
                  *(("site_worker.js", "snapshot_maker.js") if worker else ())):
         loads.module(f"ortweb/{name}", b.add_file(f"ortweb/{name}", web_site / name), name)
     # builds.json: the build table runtime.js imports as a JSON module.

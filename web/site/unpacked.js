@@ -1,0 +1,231 @@
+// @ts-check
+/**
+ * What Pyodide's `loadPackage` unpacked from the site's wheels, kept for the next visit.
+ *
+ * Pyodide unpacks every wheel in Python (`unpack_buffer`: zipfile, then the
+ * `.dist-info` files it adds), on every visit, and right after a snapshot restore its
+ * Python runs slowly: numpy's wheel alone took a quarter of a second on a second
+ * visit. So while the packages load, a visit records the files each wheel's unpacking
+ * wrote and the shared libraries it reported, and once the page is ready it stores them
+ * in Cache Storage (`ortweb-unpacked <site URL>`), keyed by Pyodide's core files, the
+ * lock's sha256 and the packages. The next visit writes those files itself and hands
+ * Pyodide the same list of shared libraries, which it loads as usual; everything else
+ * `loadPackage` does (download, integrity check, loading the libraries, its records)
+ * is unchanged. Kept only under the site's service worker, like the snapshot. A wheel
+ * with a `.data` folder (whose unpacking writes outside the install folder) is never
+ * kept; one whose entry is missing or unreadable is unpacked by Pyodide as usual.
+ * @module unpacked
+ */
+
+/**
+ * @typedef {object} Unpacked what one wheel's unpacking did
+ * @property {string} name    the wheel's file name
+ * @property {string[]|null} dynlibs  what `unpack_buffer` returned (null: nothing)
+ * @property {[string, Uint8Array][]} files  absolute path and content of each file it wrote
+ */
+
+/**
+ * Where this build's unpacked wheels are kept, beside its snapshot place
+ * (`snapshot.js`'s `snapshotPlace`); null where
+ * there is none, or the lock has no sha256.
+ * @param {{cacheName: string, key: string}|null} site
+ * @param {any} config @param {(url: string) => string} absolute
+ * @returns {{cacheName: string, key: string}|null}
+ */
+export function unpackedPlace(site, config, absolute) {
+  const lockURL = absolute(config.pyodide.lockURL);
+  const lock = config.assets.find((/** @type {any} */ a) => absolute(a.url) === lockURL);
+  if (!site || !lock?.sha256) return null;
+  const packages = encodeURIComponent([...config.packages].sort().join(','));
+  return {
+    cacheName: site.cacheName.replace('ortweb-snapshot', 'ortweb-unpacked'),
+    key: `${site.key.replace('ortweb-pyodide.snapshot', 'ortweb-unpacked')}&lock=${lock.sha256}` +
+      `&packages=${packages}`,
+  };
+}
+
+/**
+ * The kept wheels of `place`, by file name; null when there are none. A damaged entry
+ * is deleted.
+ * @param {{cacheName: string, key: string}} place
+ * @returns {Promise<Map<string, Unpacked>|null>}
+ */
+export async function loadUnpacked(place) {
+  let cache;
+  let bytes;
+  try {
+    cache = await caches.open(place.cacheName);
+    const hit = await cache.match(place.key);
+    if (!hit) return null;
+    bytes = new Uint8Array(await hit.arrayBuffer());
+  } catch {
+    return null;
+  }
+  try {
+    return decode(bytes);
+  } catch (err) {
+    console.warn('ortweb: the kept unpacked wheels are damaged; Pyodide unpacks the wheels', err);
+    await cache.delete(place.key).catch(() => {});
+    return null;
+  }
+}
+
+/**
+ * While Pyodide's packages load: wheels in `kept` are written from there, the others
+ * are unpacked by Pyodide and recorded. Returns the records and the function that puts
+ * Pyodide's own loader back.
+ * @param {any} pyodide
+ * @param {Map<string, Unpacked>|null} kept
+ */
+export function unpackWith(pyodide, kept) {
+  const api = pyodide._api;
+  const FS = pyodide.FS;
+  const loader = api.package_loader;
+  /** @type {Unpacked[]} */
+  const recorded = [];
+  let written = 0;
+  const unpack = loader.unpack_buffer;
+  const callKwargs = (/** @type {any} */ kw) => {
+    const name = String(kw.filename ?? '').split('/').pop() ?? '';
+    const entry = kept?.get(name);
+    if (entry) {
+      for (const [path, data] of entry.files) {
+        FS.mkdirTree(path.slice(0, path.lastIndexOf('/')));
+        FS.writeFile(path, data);
+      }
+      written += 1;
+      return entry.dynlibs ? [...entry.dynlibs] : undefined;
+    }
+    const root = String(kw.extract_dir ?? '.');
+    const before = listFiles(FS, root);
+    const result = unpack.callKwargs(kw);
+    const files = [...listFiles(FS, root)]
+      .filter(([path, stamp]) => before.get(path) !== stamp)
+      .map(([path]) => /** @type {[string, Uint8Array]} */ ([path, FS.readFile(path)]));
+    const prefix = root.endsWith('/') ? root : `${root}/`;
+    // Such a wheel's data files go outside `root`: not recorded, so not kept.
+    const data = files.some(([path]) => path.slice(prefix.length).split('/')[0].endsWith('.data'));
+    if (name && !data) recorded.push({ name, dynlibs: result ? Array.from(result, String) : null, files });
+    return result;
+  };
+  api.package_loader = new Proxy(loader, {
+    get: (target, key) => (key === 'unpack_buffer' ? { callKwargs } : Reflect.get(target, key)),
+  });
+  return {
+    recorded,
+    /** How many wheels were written from `kept`. */
+    get written() { return written; },
+    restore() { api.package_loader = loader; },
+  };
+}
+
+/**
+ * Store what a visit recorded at `place` (the site's one entry: older builds' go):
+ * `{stored: true, bytes, ms}` or `{stored: false, error}`.
+ * @param {{cacheName: string, key: string}} place
+ * @param {Unpacked[]} recorded
+ */
+export async function keepUnpacked(place, recorded) {
+  const start = performance.now();
+  try {
+    const bytes = encode(recorded);
+    const cache = await caches.open(place.cacheName);
+    for (const request of await cache.keys()) {
+      if (request.url !== place.key) await cache.delete(request);
+    }
+    await cache.put(place.key, new Response(/** @type {Uint8Array<ArrayBuffer>} */ (bytes),
+      { headers: { 'Content-Type': 'application/octet-stream' } }));
+    return { stored: true, bytes: bytes.length, ms: performance.now() - start };
+  } catch (err) {
+    return { stored: false, error: String(err) };
+  }
+}
+
+/**
+ * After a visit is ready: where its wheels came from, and whether what it unpacked is
+ * now kept for the next visit: `{from: 'kept'}`, `{from: 'wheels', stored: true, bytes,
+ * ms}`, or `{from: 'wheels', stored: false, error}`.
+ * @param {{cacheName: string, key: string}|null} place
+ * @param {ReturnType<typeof unpackWith>|null} unpacking
+ */
+export async function keepPackages(place, unpacking) {
+  if (unpacking?.written) return { from: 'kept' };
+  if (!place) return { from: 'wheels', stored: false, error: 'nothing is kept here (no service worker)' };
+  if (!unpacking?.recorded.length) return { from: 'wheels', stored: false, error: 'no wheel to keep' };
+  return { from: 'wheels', ...await keepUnpacked(place, unpacking.recorded) };
+}
+
+/**
+ * Every file under `root` with its change stamp (modification time and size).
+ * @param {any} FS @param {string} root
+ * @param {Map<string, string>} [into]
+ */
+function listFiles(FS, root, into = new Map()) {
+  let names;
+  try {
+    names = FS.readdir(root);
+  } catch {
+    return into;
+  }
+  for (const name of names) {
+    if (name === '.' || name === '..') continue;
+    const path = root.endsWith('/') ? `${root}${name}` : `${root}/${name}`;
+    const stat = FS.lstat(path);
+    if (FS.isDir(stat.mode)) listFiles(FS, path, into);
+    else if (FS.isFile(stat.mode)) into.set(path, `${stat.mtime.getTime()} ${stat.size}`);
+  }
+  return into;
+}
+
+/** The stored form: a little-endian u32 header length, the JSON header, the files' bytes. */
+const MAGIC = 'ortweb-unpacked 1';
+
+/** @param {Unpacked[]} recorded */
+function encode(recorded) {
+  let offset = 0;
+  const header = {
+    magic: MAGIC,
+    wheels: recorded.map((w) => ({
+      name: w.name,
+      dynlibs: w.dynlibs,
+      files: w.files.map(([path, data]) => {
+        const at = offset;
+        offset += data.length;
+        return [path, at, data.length];
+      }),
+    })),
+  };
+  const head = new TextEncoder().encode(JSON.stringify(header));
+  const out = new Uint8Array(4 + head.length + offset);
+  new DataView(out.buffer).setUint32(0, head.length, true);
+  out.set(head, 4);
+  let at = 4 + head.length;
+  for (const w of recorded) {
+    for (const [, data] of w.files) {
+      out.set(data, at);
+      at += data.length;
+    }
+  }
+  return out;
+}
+
+/**
+ * @param {Uint8Array} bytes
+ * @returns {Map<string, Unpacked>}
+ */
+function decode(bytes) {
+  const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length)));
+  if (header.magic !== MAGIC) throw new Error(`not ${MAGIC}`);
+  const body = bytes.subarray(4 + length);
+  /** @type {Map<string, Unpacked>} */
+  const wheels = new Map();
+  for (const w of header.wheels) {
+    const files = w.files.map((/** @type {[string, number, number]} */ [path, at, size]) => {
+      if (at + size > body.length) throw new Error(`${path} runs past the end`);
+      return [path, body.subarray(at, at + size)];
+    });
+    wheels.set(w.name, { name: w.name, dynlibs: w.dynlibs, files });
+  }
+  return wheels;
+}
