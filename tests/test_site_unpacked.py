@@ -1,7 +1,7 @@
-"""The wheels a site's first visit unpacked, kept for the next (``web/site/unpacked.js``),
-in real Chromium: the second and the offline visit write the very files Pyodide wrote
-(every file of site-packages has the same bytes) with the same outputs, in worker and
-main-thread mode; a damaged copy is unpacked again and replaced; the key follows
+"""The wheels a site's first visit unpacked, and its packages' bytecode, kept for the
+next (``web/site/unpacked.js``), in real Chromium: the second and the offline visit write
+the very files Pyodide wrote (every file of site-packages has the same bytes) with the
+same outputs, in worker and main-thread mode; a damaged copy is unpacked again and replaced; the key follows
 Pyodide's core files, the lock and the packages."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from test_site_offline import APP, X, _native
 
 pytestmark = pytest.mark.browser
 
-#: Every file in site-packages (compiled bytecode aside) with its sha256.
+#: Every file in site-packages with its sha256.
 _FILES = '''
 
 def site_files():
@@ -31,8 +31,7 @@ def site_files():
 
     root = sysconfig.get_paths()["purelib"]
     found = {}
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
+    for folder, _, files in os.walk(root):
         for name in files:
             path = os.path.join(folder, name)
             with open(path, "rb") as f:
@@ -98,6 +97,8 @@ def test_later_visits_write_the_files_the_first_unpacked(browser: Browser, site:
             first.evaluate("() => window.ortweb.offline")
         assert any("/numpy/" in p for p in unpacked) and any("/ortweb/" in p for p in unpacked)
         assert any(p.endswith(".dist-info/INSTALLER") for p in unpacked)
+        # The packages' bytecode the site ships is kept with them.
+        assert any(p.endswith(".cpython-312.pyc") and "/numpy/" in p for p in unpacked)
         for offline in (False, True):
             ctx.context.set_offline(offline)
             with ctx.open(server.url) as again:

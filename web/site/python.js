@@ -149,7 +149,13 @@ export async function startPython(config, loader, io, options = {}) {
   }
   pyodide ??= await bootPyodide(boot);
   io.mark('pyodide');
-  if (bytecodeBytes) unpackBytecode(pyodide, await bytecodeBytes);
+  if (bytecodeBytes) {
+    const bytes = await bytecodeBytes;
+    // Kept with the wheels (unpacked.js): its files all go under /lib.
+    const write = () => unpackBytecode(pyodide, bytes);
+    if (unpacking) unpacking.archive(`bytecode ${config.bytecode.sha256}`, '/lib', write);
+    else write();
+  }
   if (wheels.length && installerBytes) {
     io.status(`installing ${wheels.map((w) => w.name).join(', ')}…`);
     await installWheels(pyodide, wheels, await wheelBytes, await installerBytes);

@@ -11,7 +11,8 @@
  * lock's sha256 and the packages. The next visit writes those files itself and hands
  * Pyodide the same list of shared libraries, which it loads as usual; everything else
  * `loadPackage` does (download, integrity check, loading the libraries, its records)
- * is unchanged. Kept only under the site's service worker, like the snapshot. A wheel
+ * is unchanged. The packages' bytecode the site ships (python.js) is kept the same way.
+ * Kept only under the site's service worker, like the snapshot. A wheel
  * with a `.data` folder (whose unpacking writes outside the install folder) is never
  * kept; one whose entry is missing or unreadable is unpacked by Pyodide as usual.
  * @module unpacked
@@ -72,8 +73,8 @@ export async function loadUnpacked(place) {
 
 /**
  * While Pyodide's packages load: wheels in `kept` are written from there, the others
- * are unpacked by Pyodide and recorded. Returns the records and the function that puts
- * Pyodide's own loader back.
+ * are unpacked by Pyodide and recorded. Returns the records, the function that puts
+ * Pyodide's own loader back, and `archive` for other archives unpacked after.
  * @param {any} pyodide
  * @param {Map<string, Unpacked>|null} kept
  */
@@ -83,39 +84,55 @@ export function unpackWith(pyodide, kept) {
   const loader = api.package_loader;
   /** @type {Unpacked[]} */
   const recorded = [];
-  let written = 0;
-  const unpack = loader.unpack_buffer;
-  const callKwargs = (/** @type {any} */ kw) => {
-    const name = String(kw.filename ?? '').split('/').pop() ?? '';
+  /** @type {Unpacked[]} */
+  const used = [];
+
+  /**
+   * Write `name`'s files from `kept`, or run `unpack` and record the files it wrote
+   * under `root` (a wheel whose data files go elsewhere is not recorded).
+   * @param {string} name @param {string} root @param {() => any} unpack
+   * @param {(result: any) => string[]|null} dynlibs
+   */
+  function once(name, root, unpack, dynlibs) {
     const entry = kept?.get(name);
     if (entry) {
       for (const [path, data] of entry.files) {
         FS.mkdirTree(path.slice(0, path.lastIndexOf('/')));
         FS.writeFile(path, data);
       }
-      written += 1;
+      used.push(entry);
       return entry.dynlibs ? [...entry.dynlibs] : undefined;
     }
-    const root = String(kw.extract_dir ?? '.');
     const before = listFiles(FS, root);
-    const result = unpack.callKwargs(kw);
+    const result = unpack();
     const files = [...listFiles(FS, root)]
       .filter(([path, stamp]) => before.get(path) !== stamp)
       .map(([path]) => /** @type {[string, Uint8Array]} */ ([path, FS.readFile(path)]));
     const prefix = root.endsWith('/') ? root : `${root}/`;
-    // Such a wheel's data files go outside `root`: not recorded, so not kept.
     const data = files.some(([path]) => path.slice(prefix.length).split('/')[0].endsWith('.data'));
-    if (name && !data) recorded.push({ name, dynlibs: result ? Array.from(result, String) : null, files });
+    if (name && !data) recorded.push({ name, dynlibs: dynlibs(result), files });
     return result;
-  };
+  }
+
+  const unpackBuffer = loader.unpack_buffer;
+  const callKwargs = (/** @type {any} */ kw) => once(
+    String(kw.filename ?? '').split('/').pop() ?? '', String(kw.extract_dir ?? '.'),
+    () => unpackBuffer.callKwargs(kw), (result) => (result ? Array.from(result, String) : null));
   api.package_loader = new Proxy(loader, {
     get: (target, key) => (key === 'unpack_buffer' ? { callKwargs } : Reflect.get(target, key)),
   });
   return {
+    /** What was unpacked and recorded. */
     recorded,
-    /** How many wheels were written from `kept`. */
-    get written() { return written; },
+    /** What was written from `kept`. */
+    used,
     restore() { api.package_loader = loader; },
+    /**
+     * Another archive: written from `kept` when it has `name`, else `unpack` runs and
+     * what it wrote under `root` is recorded.
+     * @param {string} name @param {string} root @param {() => void} unpack
+     */
+    archive(name, root, unpack) { once(name, root, unpack, () => null); },
   };
 }
 
@@ -149,10 +166,10 @@ export async function keepUnpacked(place, recorded) {
  * @param {ReturnType<typeof unpackWith>|null} unpacking
  */
 export async function keepPackages(place, unpacking) {
-  if (unpacking?.written) return { from: 'kept' };
+  if (unpacking?.used.length && !unpacking.recorded.length) return { from: 'kept' };
   if (!place) return { from: 'wheels', stored: false, error: 'nothing is kept here (no service worker)' };
   if (!unpacking?.recorded.length) return { from: 'wheels', stored: false, error: 'no wheel to keep' };
-  return { from: 'wheels', ...await keepUnpacked(place, unpacking.recorded) };
+  return { from: 'wheels', ...await keepUnpacked(place, [...unpacking.used, ...unpacking.recorded]) };
 }
 
 /**
