@@ -2,7 +2,7 @@
 """ortweb's bootstrap and build entry point (standard library only).
 
     python3 build.py setup        # .venv, vendored assets (verified), Chromium, browser wheel
-    python3 build.py check        # ruff, mypy, JS syntax, tsc on bridge_js/
+    python3 build.py check        # ruff, mypy, JS syntax, tsc on bridge_js/ and web/site/
     python3 build.py test [ARGS]  # setup + check + pytest (ARGS go to pytest)
     python3 build.py demo         # setup + build the digits demo site, check it headless on
                                   #   wasm and webgpu vs native onnxruntime (--serve: serve it)
@@ -312,16 +312,42 @@ TYPECHECK_NPM = ("typescript", "@webgpu/types")
 
 
 def typecheck_js(node: str) -> None:
-    """``tsc`` on bridge_js/ (its JSDoc types, with ``bridge_js/tsconfig.json``)."""
+    """``tsc`` on bridge_js/ (its JSDoc types, with ``bridge_js/tsconfig.json``) and on
+    web/site/ (:func:`site_typecheck_config`)."""
     pinned = {pkg["name"]: pkg for pkg in load_manifest()["npm"]}
     dirs = {name: extract_npm(pinned[name], fetch_npm(pinned[name])) for name in TYPECHECK_NPM}
     tsc = dirs["typescript"] / "lib" / "tsc.js"
     run([node, str(tsc), "--project", str(ROOT / "bridge_js" / "tsconfig.json")], cwd=ROOT)
-    log(f"tsc {pinned['typescript']['version']}: bridge_js/ type-checks")
+    run([node, str(tsc), "--project", str(site_typecheck_config(dirs["@webgpu/types"]))], cwd=ROOT)
+    log(f"tsc {pinned['typescript']['version']}: bridge_js/ and web/site/ type-check")
+
+
+def site_typecheck_config(webgpu_types: Path) -> Path:
+    """A tsconfig for web/site/'s modules, laid out as a site ships them.
+
+    They import the bridge as ``./bridge/`` (where ``ortweb site`` puts bridge_js/), so
+    they are checked through a folder of links to both, under build/: tsc reports its
+    findings at the links' paths (``build/typecheck/site/NAME.js`` is
+    ``web/site/NAME.js``).
+    """
+    folder = ROOT / "build" / "typecheck" / "site"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for src in sorted((ROOT / "web" / "site").glob("*.js")):
+        (folder / src.name).symlink_to(src)
+    (folder / "bridge").symlink_to(ROOT / "bridge_js", target_is_directory=True)
+    config = {
+        "extends": str(ROOT / "bridge_js" / "tsconfig.json"),
+        "compilerOptions": {"preserveSymlinks": True},
+        "include": ["*.js", str(webgpu_types / "dist" / "index.d.ts")],
+    }
+    (folder / "tsconfig.json").write_text(json.dumps(config, indent=2) + "\n")
+    return folder / "tsconfig.json"
 
 
 def check() -> None:
-    """ruff, mypy, a syntax check of every JS module and a type check of the bridge's."""
+    """ruff, mypy, a syntax check of every JS module and a type check of the bridge's and
+    the site's."""
     run([str(venv_bin("ruff")), "check", "py", "tests", "docs", "build.py"], cwd=ROOT)
     run([str(venv_bin("mypy"))], cwd=ROOT)
     # The drop-in onnxruntime on its own: a second run with its folder first on the

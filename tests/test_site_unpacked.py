@@ -1,8 +1,8 @@
 """The wheels a site's first visit unpacked, and its packages' bytecode, kept for the
 next (``web/site/unpacked.js``), in real Chromium: the second and the offline visit write
 the very files Pyodide wrote (every file of site-packages has the same bytes) with the
-same outputs, in worker and main-thread mode; a damaged copy is unpacked again and replaced; the key follows
-Pyodide's core files, the lock and the packages."""
+same outputs, in worker and main-thread mode; a damaged copy is unpacked again and
+replaced; the key follows Pyodide's core files, the lock and the packages."""
 
 from __future__ import annotations
 

@@ -360,7 +360,7 @@ async function startInPage() {
   // Off the critical path: the next visit reads these unpacked.
   wheels.keepPackages(wheelsPlace, python.unpacking).then(resolvePackages);
   const keptNow = await snapshots.keepBuilt(kept, built, bootedFrom);
-  if (keptNow && !keptNow.stored) console.warn('ortweb: could not keep the snapshot', keptNow.error);
+  if (keptNow && 'error' in keptNow) console.warn('ortweb: could not keep the snapshot', keptNow.error);
 }
 
 /**

@@ -246,7 +246,8 @@ export function createLoader(config, base, hooks, options = {}) {
             if (old.href === modelURL) await cache.delete(request);
           }
           try {
-            await cache.put(key, new Response(bytes, { headers: { 'Content-Type': 'application/octet-stream' } }));
+            await cache.put(key, new Response(/** @type {Uint8Array<ArrayBuffer>} */ (bytes),
+              { headers: { 'Content-Type': 'application/octet-stream' } }));
           } catch (err) {
             console.warn('ortweb: could not cache the model', err);
           }
@@ -281,10 +282,12 @@ export function createLoader(config, base, hooks, options = {}) {
     const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
     if (method !== 'GET' || !assets.has(url)) return nativeFetch(input, init);
     if (url === modelURL) {
-      return new Response(await modelBytes(), { status: 200, headers: { 'Content-Type': contentType(url) } });
+      const model = /** @type {Uint8Array<ArrayBuffer>} */ (await modelBytes());
+      return new Response(model, { status: 200, headers: { 'Content-Type': contentType(url) } });
     }
     const { response, bytes } = await take(url, /** @type {Asset} */ (assets.get(url)), init);
-    return response ?? new Response(bytes, { status: 200, headers: { 'Content-Type': contentType(url) } });
+    return response ?? new Response(/** @type {Uint8Array<ArrayBuffer>} */ (bytes),
+      { status: 200, headers: { 'Content-Type': contentType(url) } });
   }
 
   /**

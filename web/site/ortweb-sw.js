@@ -179,6 +179,7 @@ if (typeof window === 'undefined') {
     const site = await known();
     if (!site) return { stored: 0, total: 0 };
     const cache = await caches.open(CACHE);
+    /** @type {[string, any][]} */
     const todo = [];
     const storable = Object.entries(site.files).filter(([, entry]) => /** @type {any} */ (entry).size <= STORE_LIMIT);
     for (const [path, entry] of storable) {

@@ -153,7 +153,9 @@ export async function startPython(config, loader, io, options = {}) {
     const bytes = await bytecodeBytes;
     // Kept with the wheels (unpacked.js): its files all go under /lib.
     const write = () => unpackBytecode(pyodide, bytes);
-    if (unpacking) unpacking.archive(`bytecode ${config.bytecode.sha256}`, '/lib', write);
+    // Set by aroundPackages, which TypeScript cannot see run.
+    const recorder = /** @type {ReturnType<typeof unpackWith>|null} */ (unpacking);
+    if (recorder) recorder.archive(`bytecode ${config.bytecode.sha256}`, '/lib', write);
     else write();
   }
   if (wheels.length && installerBytes) {

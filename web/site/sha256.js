@@ -88,7 +88,7 @@ export function sha256Js(bytes) {
 export async function sha256Hex(bytes) {
   const subtle = globalThis.crypto?.subtle;
   if (subtle) {
-    const digest = new Uint8Array(await subtle.digest('SHA-256', bytes));
+    const digest = new Uint8Array(await subtle.digest('SHA-256', /** @type {Uint8Array<ArrayBuffer>} */ (bytes)));
     return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
   }
   return sha256Js(bytes);
