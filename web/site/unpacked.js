@@ -103,12 +103,12 @@ export function unpackWith(pyodide, kept) {
       used.push(entry);
       return entry.dynlibs ? [...entry.dynlibs] : undefined;
     }
-    const before = listFiles(FS, root);
-    const result = unpack();
-    const files = [...listFiles(FS, root)]
-      .filter(([path, stamp]) => before.get(path) !== stamp)
-      .map(([path]) => /** @type {[string, Uint8Array]} */ ([path, FS.readFile(path)]));
-    const prefix = root.endsWith('/') ? root : `${root}/`;
+    const { result, paths } = opensForWriting(FS, unpack);
+    const prefix = absoluteOf(FS, root.endsWith('/') ? root : `${root}/`);
+    const files = [...paths].sort()
+      .filter((path) => path.startsWith(prefix) && FS.analyzePath(path).exists &&
+        FS.isFile(FS.stat(path).mode))
+      .map((path) => /** @type {[string, Uint8Array]} */ ([path, FS.readFile(path)]));
     const data = files.some(([path]) => path.slice(prefix.length).split('/')[0].endsWith('.data'));
     if (name && !data) recorded.push({ name, dynlibs: dynlibs(result), files });
     return result;
@@ -173,25 +173,45 @@ export async function keepPackages(place, unpacking) {
 }
 
 /**
- * Every file under `root` with its change stamp (modification time and size).
- * @param {any} FS @param {string} root
- * @param {Map<string, string>} [into]
+ * Run `run`, noting every file it opens for writing (Emscripten's FS tracking hooks,
+ * chained to any already set): its result and those files' absolute paths, as they
+ * are at the end (renamed files under their new name, deleted ones left out).
+ * @param {any} FS @param {() => any} run
  */
-function listFiles(FS, root, into = new Map()) {
-  let names;
+function opensForWriting(FS, run) {
+  /** @type {Set<string>} */
+  const paths = new Set();
+  const delegate = FS.trackingDelegate;
+  const saved = {
+    onOpenFile: delegate.onOpenFile, onMovePath: delegate.onMovePath, onDeletePath: delegate.onDeletePath,
+  };
+  // O_WRONLY or O_RDWR: the file is written (an empty one too).
+  delegate.onOpenFile = (/** @type {string} */ path, /** @type {number} */ flags) => {
+    saved.onOpenFile?.(path, flags);
+    if (flags & 3) paths.add(absoluteOf(FS, path));
+  };
+  delegate.onMovePath = (/** @type {string} */ from, /** @type {string} */ to) => {
+    saved.onMovePath?.(from, to);
+    if (paths.delete(absoluteOf(FS, from))) paths.add(absoluteOf(FS, to));
+  };
+  delegate.onDeletePath = (/** @type {string} */ path) => {
+    saved.onDeletePath?.(path);
+    paths.delete(absoluteOf(FS, path));
+  };
   try {
-    names = FS.readdir(root);
-  } catch {
-    return into;
+    return { result: run(), paths };
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value) delegate[key] = value;
+      else delete delegate[key];
+    }
   }
-  for (const name of names) {
-    if (name === '.' || name === '..') continue;
-    const path = root.endsWith('/') ? `${root}${name}` : `${root}/${name}`;
-    const stat = FS.lstat(path);
-    if (FS.isDir(stat.mode)) listFiles(FS, path, into);
-    else if (FS.isFile(stat.mode)) into.set(path, `${stat.mtime.getTime()} ${stat.size}`);
-  }
-  return into;
+}
+
+/** @param {any} FS @param {string} path */
+function absoluteOf(FS, path) {
+  // As FS.open normalises them: `//lib/x` (sysconfig's site-packages) is `/lib/x`.
+  return (path.startsWith('/') ? path : `${FS.cwd()}/${path}`).replace(/\/{2,}/g, '/');
 }
 
 /** The stored form: a little-endian u32 header length, the JSON header, the files' bytes. */
