@@ -6,18 +6,17 @@ replaced; the key follows Pyodide's core files, the lock and the packages."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from ortweb.host.browser import Browser, Runtime
 from ortweb.host.build.site import build_site
 from ortweb.host.serve import StaticServer
-from ortweb.host.sitepage import SiteContext, SitePage
+from ortweb.host.sitepage import SiteContext
 from ortweb.testing import samples
-from test_site_offline import APP, X, _native
+from test_site_offline import APP, _native
+from test_site_snapshot import _check
 
 pytestmark = pytest.mark.browser
 
@@ -64,12 +63,6 @@ _DAMAGE = """async (place) => {
 @pytest.fixture(scope="module")
 def browser(ortweb_runtime: Runtime) -> Browser:
     return ortweb_runtime.browser
-
-
-def _check(page: SitePage, want: list[np.ndarray]) -> None:
-    assert f"VERSION 1 {json.dumps(want[0].tolist())}" in page.output()
-    np.testing.assert_array_equal(np.asarray(page.call("negate", X.tolist())), want[1])
-    assert not page.errors
 
 
 @pytest.fixture
