@@ -133,12 +133,13 @@ export async function builtSnapshot(config, loader, kept = null) {
 }
 
 /**
- * Store `bytes` at `place`, the site's one snapshot: the cache's other entries (an
- * older build's, a browser-made one this browser no longer needs) are deleted.
+ * Store `bytes` at `place` as its cache's one entry, the site's one snapshot (or its
+ * kept wheels, unpacked.js): the other entries (an older build's, a browser-made
+ * snapshot this browser no longer needs) are deleted.
  * @param {{cacheName: string, key: string}} place
  * @param {Uint8Array} bytes
  */
-async function keepSnapshot(place, bytes) {
+export async function keepOnly(place, bytes) {
   const cache = await caches.open(place.cacheName);
   for (const request of await cache.keys()) {
     if (request.url !== place.key) await cache.delete(request);
@@ -161,7 +162,7 @@ export async function keepBuilt(kept, built, bootedFrom) {
   if (!kept || !downloaded || downloaded.kept) return null;
   const start = performance.now();
   const bytes = downloaded.bytes.length;
-  return keepSnapshot(kept, downloaded.bytes).then(
+  return keepOnly(kept, downloaded.bytes).then(
     () => ({ stored: true, kept: true, bytes, ms: performance.now() - start }),
     (err) => ({ stored: false, error: String(err) }));
 }

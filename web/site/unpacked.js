@@ -17,6 +17,7 @@
  * kept; one whose entry is missing or unreadable is unpacked by Pyodide as usual.
  * @module unpacked
  */
+import { keepOnly } from './snapshot.js';
 
 /**
  * @typedef {object} Unpacked what one wheel's unpacking did
@@ -146,12 +147,7 @@ export async function keepUnpacked(place, recorded) {
   const start = performance.now();
   try {
     const bytes = encode(recorded);
-    const cache = await caches.open(place.cacheName);
-    for (const request of await cache.keys()) {
-      if (request.url !== place.key) await cache.delete(request);
-    }
-    await cache.put(place.key, new Response(/** @type {Uint8Array<ArrayBuffer>} */ (bytes),
-      { headers: { 'Content-Type': 'application/octet-stream' } }));
+    await keepOnly(place, bytes);
     return { stored: true, bytes: bytes.length, ms: performance.now() - start };
   } catch (err) {
     return { stored: false, error: String(err) };
