@@ -63,17 +63,30 @@ export function buildFor(provider) {
 }
 
 /**
+ * The absolute URLs of a build's files: the module the bridge imports, its
+ * Emscripten glue and its wasm binary.
+ * @param {string} build a key of BUILDS
+ * @returns {{module: string, glue: string, wasm: string}}
+ */
+export function buildFiles(build) {
+  const spec = BUILDS[build];
+  if (!spec) throw new Error(`unknown onnxruntime-web build '${build}' (expected one of ${Object.keys(BUILDS).join(', ')})`);
+  return {
+    module: config.ortBaseURL + spec.module,
+    glue: config.ortBaseURL + spec.wasm.replace(/\.wasm$/, '.mjs'),
+    wasm: config.ortBaseURL + spec.wasm,
+  };
+}
+
+/**
  * Import an ORT-web build once and configure its `env`.
  * @param {string} build a key of BUILDS
  * @returns {Promise<any>} the module namespace (InferenceSession, Tensor, env)
  */
 export function loadBuild(build) {
-  const spec = BUILDS[build];
-  if (!spec) throw new Error(`unknown onnxruntime-web build '${build}' (expected one of ${Object.keys(BUILDS).join(', ')})`);
+  const { module: url, glue } = buildFiles(build);
   let promise = loaded.get(build);
   if (!promise) {
-    const url = config.ortBaseURL + spec.module;
-    const glue = config.ortBaseURL + spec.wasm.replace(/\.wasm$/, '.mjs');
     promise = Promise.resolve(moduleCheck?.([url, glue])).then(() => import(url)).then((ort) => {
       ort.env.wasm.wasmPaths = config.ortBaseURL;
       if (config.numThreads !== null) ort.env.wasm.numThreads = config.numThreads;

@@ -154,6 +154,19 @@ def test_mode_and_page_api(visit: tuple[str, SitePage]) -> None:
     assert rows and all(r["state"] in ("done", "cached") for r in rows.values()), rows
 
 
+def test_ort_wasm_is_fetched_with_pyodide_not_after_ort_js(visit: tuple[str, SitePage]) -> None:
+    # The wasm of the first session's build starts downloading with Pyodide's files,
+    # before onnxruntime-web's JS is even checked and imported (python.js).
+    mode, page = visit
+    realm = page.page.workers[0] if mode == "worker" else page.page
+    starts = dict(realm.evaluate(
+        "() => performance.getEntriesByType('resource').map((e) => [e.name, e.startTime])"))
+    wasm = [t for url, t in starts.items() if url.endswith("/ort-wasm-simd-threaded.asyncify.wasm")]
+    js = [t for url, t in starts.items() if url.endswith("/ort.webgpu.min.mjs")]
+    assert wasm and js, sorted(starts)
+    assert min(wasm) < min(js), (wasm, js)
+
+
 def test_typed_arrays_and_the_sync_api(visit: tuple[str, SitePage]) -> None:
     _, page = visit
     got = page.evaluate("() => window.ortweb.call('kind', new Float32Array([1, 2, 3.5]))")

@@ -9,6 +9,7 @@
  */
 import { installBridge } from './bridge/index.js';
 import { bootPyodide } from './bridge/pyodide_boot.js';
+import { buildFiles, buildFor } from './bridge/runtime.js';
 import { unpackWith } from './unpacked.js';
 
 /**
@@ -72,6 +73,11 @@ export async function startPython(config, loader, io, options = {}) {
   const indexURL = absolute(config.pyodide.indexURL);
   loader.prefetch(config.assets.map((/** @type {any} */ a) => a.url)
     .filter((/** @type {string} */ url) => absolute(url).startsWith(indexURL)));
+  // The wasm of the build the first session uses comes with them, not only once
+  // onnxruntime-web's JS is checked, imported and started.
+  if (config.warmOrt !== false && config.providers.length) {
+    loader.prefetch([buildFiles(buildFor(config.providers[0])).wasm]);
+  }
   // Not awaited: the script's first session queues behind it in the bridge.
   if (config.warmOrt !== false) warmOrt(bridge, config.providers);
   // What the script's `ortweb_page` module talks to (site_page.py).
