@@ -101,6 +101,13 @@ def test_site_section_one_round(ortweb_runtime) -> None:
     assert (details["site_main_thread_max_frame_gap_ms"]["median"]
             >= 0.8 * details["site_heavy_run_ms_main_thread"]["median"])
     assert details["site_heavy_run_ms_worker"]["median"] > 5
+    # Calls of the tiny model are timed in both modes, side by side: the figure is the
+    # difference of their medians.
+    calls = {m: details[f"site_call_ms_{m}"]["median"] for m in ("worker", "main_thread")}
+    assert all(0 < ms < 100 for ms in calls.values()), calls
+    assert figures["site_worker_call_extra_ms"]["median"] == pytest.approx(
+        calls["worker"] - calls["main_thread"])
+    assert details["site_worker_call_extra_mean_ms"]["n"] == 1
 
 
 @pytest.mark.browser

@@ -68,8 +68,8 @@ GOALS: dict[str, Goal] = {
                                    "", "<=", 0),
     "site_worker_max_frame_gap_ms": Goal("worst gap between animation frames then, worker",
                                          "ms", "<=", 50),
-    "site_worker_call_extra_ms": Goal("window.ortweb.call, worker - main thread, tiny model",
-                                      "ms", "<=", 0.3),
+    "site_worker_call_extra_ms": Goal("median window.ortweb.call of a tiny model, worker - "
+                                      "main thread, side by side", "ms", "<=", 0.3),
 }
 FIXED_KEYS = tuple(GOALS)
 
