@@ -87,6 +87,8 @@ export function unpackWith(pyodide, kept) {
   const recorded = [];
   /** @type {Unpacked[]} */
   const used = [];
+  /** @type {Set<string>} folders made while writing kept files */
+  const folders = new Set();
 
   /**
    * Write `name`'s files from `kept`, or run `unpack` and record the files it wrote
@@ -98,7 +100,13 @@ export function unpackWith(pyodide, kept) {
     const entry = kept?.get(name);
     if (entry) {
       for (const [path, data] of entry.files) {
-        FS.mkdirTree(path.slice(0, path.lastIndexOf('/')));
+        // FS.mkdirTree tries every level of a path and catches an exception for each
+        // one that exists: once per folder, not once per file.
+        const folder = path.slice(0, path.lastIndexOf('/'));
+        if (!folders.has(folder)) {
+          FS.mkdirTree(folder);
+          folders.add(folder);
+        }
         FS.writeFile(path, data);
       }
       used.push(entry);
