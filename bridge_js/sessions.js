@@ -56,6 +56,19 @@ async function skipReason(provider) {
 }
 
 /**
+ * The build that the first of `providers` that can be tried here loads, the one
+ * {@link createSession} tries first; null when none can.
+ * @param {string[]} providers
+ * @returns {Promise<string|null>}
+ */
+export async function firstBuild(providers) {
+  for (const provider of providers) {
+    if (!await skipReason(provider)) return buildFor(provider);
+  }
+  return null;
+}
+
+/**
  * Types a provider cannot run although it loads the model: ORT-web's WebGPU EP
  * returns zeros for float16 on adapters without `shader-f16` instead of failing.
  * @param {string} provider

@@ -167,6 +167,22 @@ def test_ort_wasm_is_fetched_with_pyodide_not_after_ort_js(visit: tuple[str, Sit
     assert min(wasm) < min(js), (wasm, js)
 
 
+def test_without_webgpu_the_webgpu_build_is_not_fetched(browser: Browser, inputs,
+                                                        tmp_path: Path) -> None:
+    # A WebGPU-first site in a browser with no adapter: its sessions fall to the plain
+    # wasm build, and the WebGPU build's wasm (tens of MB) is never downloaded.
+    site = _site(inputs, tmp_path / "site")
+    with browser.sibling(webgpu=False) as plain, StaticServer(site) as server, \
+            SiteContext(plain, server.url) as ctx:
+        page = ctx.open(server.url)
+        urls = page.page.workers[0].evaluate(
+            "() => performance.getEntriesByType('resource').map((e) => e.name)")
+        page.close()
+    names = {url.rsplit("/", 1)[1] for url in urls}
+    assert "ort-wasm-simd-threaded.wasm" in names, sorted(names)
+    assert "ort-wasm-simd-threaded.asyncify.wasm" not in names, sorted(names)
+
+
 def test_typed_arrays_and_the_sync_api(visit: tuple[str, SitePage]) -> None:
     _, page = visit
     got = page.evaluate("() => window.ortweb.call('kind', new Float32Array([1, 2, 3.5]))")

@@ -9,7 +9,8 @@
  */
 import { installBridge } from './bridge/index.js';
 import { bootPyodide } from './bridge/pyodide_boot.js';
-import { buildFiles, buildFor } from './bridge/runtime.js';
+import { buildFiles } from './bridge/runtime.js';
+import { firstBuild } from './bridge/sessions.js';
 import { unpackWith } from './unpacked.js';
 
 /**
@@ -73,13 +74,16 @@ export async function startPython(config, loader, io, options = {}) {
   const indexURL = absolute(config.pyodide.indexURL);
   loader.prefetch(config.assets.map((/** @type {any} */ a) => a.url)
     .filter((/** @type {string} */ url) => absolute(url).startsWith(indexURL)));
-  // The wasm of the build the first session uses comes with them, not only once
-  // onnxruntime-web's JS is checked, imported and started.
-  if (config.warmOrt !== false && config.providers.length) {
-    loader.prefetch([buildFiles(buildFor(config.providers[0])).wasm]);
+  if (config.warmOrt !== false) {
+    // The wasm of the build the first session loads (WebGPU's only where there is an
+    // adapter) comes with them, not only once onnxruntime-web's JS is checked,
+    // imported and started.
+    firstBuild(config.providers).then((build) => {
+      if (build) loader.prefetch([buildFiles(build).wasm]);
+    }, () => {});
+    // Not awaited: the script's first session queues behind it in the bridge.
+    warmOrt(bridge, config.providers);
   }
-  // Not awaited: the script's first session queues behind it in the bridge.
-  if (config.warmOrt !== false) warmOrt(bridge, config.providers);
   // What the script's `ortweb_page` module talks to (site_page.py).
   /** @type {any} */ (globalThis).ortwebPage = {
     /** @param {any} data */
