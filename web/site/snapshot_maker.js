@@ -3,10 +3,13 @@
  * A short-lived module worker that makes the memory snapshot of a bare Pyodide
  * interpreter and stores it in Cache Storage (see snapshot.js). It is started only
  * under the site's service worker, which serves Pyodide's files from its cache after
- * checking them against the manifest. Answers `{stored: true, bytes, ms}` or
+ * checking them against the manifest (`snapshot.js`, which it imports, was checked by
+ * the page before the site's own worker imported it). Answers `{stored: true, bytes, ms}` or
  * `{stored: false, error}`.
  * @module snapshot_maker
  */
+
+import { keepOnly } from './snapshot.js';
 
 /** @type {any} */
 const scope = globalThis;
@@ -25,12 +28,8 @@ scope.onmessage = async (/** @type {MessageEvent} */ event) => {
       _makeSnapshot: true,
     });
     const bytes = pyodide.makeMemorySnapshot();
-    const cache = await caches.open(place.cacheName);
     // One snapshot per site: an older build's would only take up the visitor's disk.
-    for (const request of await cache.keys()) {
-      if (request.url !== place.key) await cache.delete(request);
-    }
-    await cache.put(place.key, new Response(bytes, { headers: { 'Content-Type': 'application/octet-stream' } }));
+    await keepOnly(place, bytes);
     scope.postMessage({ stored: true, bytes: bytes.length, ms: performance.now() - start });
   } catch (err) {
     scope.postMessage({ stored: false, error: String(/** @type {any} */ (err)?.stack ?? err) });
