@@ -346,8 +346,7 @@ async function startInPage() {
     post: postToPage,
   }, {
     snapshot: built.then((b) => b?.bytes ?? null),
-    // Read after the snapshot, which is needed first, while Pyodide restores.
-    unpacked: wheelsPlace ? built.then(() => wheels.loadUnpacked(wheelsPlace)) : Promise.resolve(null),
+    unpacked: wheels.loadUnpacked(wheelsPlace, built),
     async snapshotFailed() {
       if (kept) await snapshots.dropSnapshot(kept);
     },

@@ -98,8 +98,7 @@ async function main(config, base, controlled) {
     : (place ? loadSnapshot(place) : Promise.resolve(null));
   // What an earlier visit unpacked from the wheels (unpacked.js).
   const wheelsPlace = unpackedPlace(site, config, loader.absolute);
-  // Read after the snapshot, which is needed first, while Pyodide restores.
-  const unpacked = wheelsPlace ? snapshot.then(() => loadUnpacked(wheelsPlace)) : Promise.resolve(null);
+  const unpacked = loadUnpacked(wheelsPlace, snapshot);
   const python = await startPython(config, loader, {
     print: (stream, line) => send({ type: 'print', stream, line }),
     status: (text) => send({ type: 'status', text }),

@@ -47,12 +47,16 @@ export function unpackedPlace(site, config, absolute) {
 }
 
 /**
- * The kept wheels of `place`, by file name; null when there are none. A damaged entry
- * is deleted.
- * @param {{cacheName: string, key: string}} place
+ * The kept wheels of `place`, by file name, read once `first` has settled; null when
+ * there are none (or no place). A damaged entry is deleted.
+ * @param {{cacheName: string, key: string}|null} place
+ * @param {Promise<unknown>} first what is read before: the snapshot, which Pyodide needs
+ *   first, so that the wheels are read while it restores; its failure is this one's
  * @returns {Promise<Map<string, Unpacked>|null>}
  */
-export async function loadUnpacked(place) {
+export async function loadUnpacked(place, first) {
+  if (!place) return null;
+  await first;
   let cache;
   let bytes;
   try {

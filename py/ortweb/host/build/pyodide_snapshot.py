@@ -199,7 +199,10 @@ def closure_wheels(pyodide_dir: Path, packages: Iterable[str]) -> list[str]:
     PackageError
         A package the lock does not have.
     """
-    lock = _lock(pyodide_dir)
+    return _wheels(_lock(pyodide_dir), packages)
+
+
+def _wheels(lock: dict[str, Any], packages: Iterable[str]) -> list[str]:
     return [f"{name}={lock['packages'][name]['sha256']}" for name in closure(lock, packages)]
 
 
@@ -222,10 +225,15 @@ def snapshot_id(pyodide_dir: Path, packages: Sequence[str] = (),
     depend on, and the extra imports (what it imports first depends on them)."""
     if not packages and not imports:
         return runtime_id(pyodide_dir)
+    return _snapshot_id(pyodide_dir, _lock(pyodide_dir), packages, imports)
+
+
+def _snapshot_id(pyodide_dir: Path, lock: dict[str, Any], packages: Sequence[str],
+                 imports: Sequence[str]) -> str:
     # The maker's code too: a snapshot made another way has another name.
     maker = hashlib.sha256(_MAKE.encode()).hexdigest()
     text = " ".join(["snapshot", maker, runtime_id(pyodide_dir), ",".join(sorted(packages)),
-                     *closure_wheels(pyodide_dir, packages), *sorted(imports)])
+                     *_wheels(lock, packages), *sorted(imports)])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -259,8 +267,13 @@ def make_snapshot(pyodide_dir: Path, cache_dir: Path, executable: str | None = N
         it failed): a site is still built, without one.
     """
     try:
-        target = cache_dir / f"pyodide-{snapshot_id(pyodide_dir, packages, imports)}.snapshot.gz"
-        lock = _lock(pyodide_dir)["packages"] if packages or imports else {}
+        if packages or imports:
+            whole = _lock(pyodide_dir)
+            name = _snapshot_id(pyodide_dir, whole, packages, imports)
+            lock = whole["packages"]
+        else:
+            name, lock = runtime_id(pyodide_dir), {}
+        target = cache_dir / f"pyodide-{name}.snapshot.gz"
         loaded = closure({"packages": lock}, packages)
     except (OSError, ValueError, KeyError, PackageError) as exc:
         return Snapshot(None, f"Pyodide's folder is not whole: {first_line(exc)}")
