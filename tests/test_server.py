@@ -154,6 +154,21 @@ def test_head(ro_srv: StaticServer) -> None:
     assert headers["content-type"] == "application/wasm"
 
 
+def test_watching_lists_what_reached_the_server(srv: StaticServer) -> None:
+    """What the site bench counts a visit's requests with, without touching the browser."""
+    _request(srv, "/data.json")
+    with srv.watching() as outer:
+        _request(srv, "/data.json?v=1")
+        with srv.watching() as inner:
+            _request(srv, "/nope.js")
+            _request(srv, "/ort.wasm", method="HEAD")
+        _request(srv, "/data.json", method="POST")
+    _request(srv, "/ort.wasm")
+    assert outer == ["/data.json?v=1", "/nope.js", "/ort.wasm", "/data.json"]
+    assert inner == ["/nope.js", "/ort.wasm"]
+    assert srv._watchers == ()
+
+
 def test_missing_is_404(ro_srv: StaticServer) -> None:
     assert _request(ro_srv, "/nope.js")[0] == 404
     assert _request(ro_srv, "/nope/deeper/x.js")[0] == 404

@@ -15,7 +15,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -58,6 +58,8 @@ class _Handler(SimpleHTTPRequestHandler):
         if self.server.owner._httpd is not self.server or not super().parse_request():
             self.close_connection = True  # a bad request, or a keep-alive outliving stop()
             return False
+        for seen in self.server.owner._watchers:
+            seen.append(self.path)
         if self.command not in ("GET", "HEAD"):
             self.close_connection = True  # its body is left unread
             self.send_error(HTTPStatus.METHOD_NOT_ALLOWED)
@@ -160,6 +162,7 @@ class StaticServer:
         self.host, self.isolation, self.quiet, self._port = host, isolation, quiet, port
         self._lock = threading.Lock()
         self._table: tuple[tuple[str, str], ...] = ()  # replaced whole: requests take no lock
+        self._watchers: tuple[list[str], ...] = ()  # likewise
         self._httpd: _HTTPServer | None = None
         self._address: tuple[str, int] | None = None
         for prefix, path in (root if isinstance(root, Mapping) else {"/": root}).items():
@@ -186,6 +189,20 @@ class StaticServer:
             mounts.update({prefix: directory} if directory else {})
             self._table = tuple(sorted(mounts.items(), key=lambda m: -len(m[0])))
         return old is not None
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[list[str]]:
+        """The paths (query included) of the requests this server receives while inside,
+        in order of arrival: what reached it, known without instrumenting the browser
+        (which would slow the page it measures)."""
+        seen: list[str] = []
+        with self._lock:
+            self._watchers = (*self._watchers, seen)
+        try:
+            yield seen
+        finally:
+            with self._lock:
+                self._watchers = tuple(w for w in self._watchers if w is not seen)
 
     @property
     def mounts(self) -> dict[str, str]:

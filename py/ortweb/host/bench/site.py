@@ -146,28 +146,43 @@ def _ready_ms(page: Any, timeout_s: float = 300.0) -> float:
     return float(page.evaluate("() => window.ortweb.timings.ready"))
 
 
+#: The URLs a realm (the page, a worker, a service worker) had requested by ``until``
+#: (ms since the epoch, the browser's clock), from its Resource Timing, and whether
+#: that buffer was full (it would have dropped some).
+_REQUESTED_BY = """(until) => {
+  const entries = performance.getEntriesByType('resource');
+  const named = [...performance.getEntriesByType('navigation'), ...entries]
+    .filter((e) => performance.timeOrigin + e.startTime <= until).map((e) => e.name);
+  const sw = globalThis.navigator?.serviceWorker?.controller?.scriptURL;
+  return { urls: sw ? [...named, sw] : named, full: entries.length >= 250 };
+}"""
+
+
+def _requested(context: Any, page: Any) -> list[str]:
+    """What the page, its workers and the context's service workers requested until the
+    page was ready (their own records: listening to the browser's requests from here
+    would slow the visit, and the anchor is timed without)."""
+    until = page.evaluate("() => performance.timeOrigin + window.ortweb.timings.ready")
+    urls: list[str] = []
+    for realm in [page, *page.workers, *context.service_workers]:
+        got = realm.evaluate(_REQUESTED_BY, until)
+        if got["full"]:
+            raise RuntimeError("a realm's Resource Timing buffer is full: requests not counted")
+        urls += got["urls"]
+    return urls
+
+
 def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]:
     """First, second and offline visit of the worker site in one fresh context."""
     context = runtime.browser.new_context()
-    requested: list[str] = []
-    # What reached the network: requests the service worker answered are not counted.
-    network: list[str] = []
-    context.on("request", lambda r: requested.append(r.url))
-
-    def finished(request: Any) -> None:
-        response = request.response()
-        if (response is not None and not response.from_service_worker
-                and request.url.startswith(("http:", "https:"))):
-            network.append(request.url)
-
-    context.on("requestfinished", finished)
     try:
         page = context.new_page()
         page.goto(url)
         first = _ready_ms(page)
         first_boot = page.evaluate("() => window.ortweb.pythonBoot")
         # The site's own files requested until the first inference (worker included).
-        rel = [u[len(url):].split("?")[0] or "index.html" for u in requested if u.startswith(url)]
+        rel = [u[len(url):].split("?")[0] or "index.html"
+               for u in _requested(context, page) if u.startswith(url)]
         first_bytes = sum(files[p]["size"] for p in set(rel) if p in files)
         stored = page.evaluate("() => window.ortweb.offline")
         # Pyodide's memory snapshot and the unpacked wheels, kept after the first
@@ -177,15 +192,16 @@ def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]
         page.close()
         if not stored or stored["stored"] != stored["total"]:
             raise RuntimeError(f"the service worker did not store the site: {stored}")
-        before = len(network)
-        page = context.new_page()
-        page.goto(url)
-        second = _ready_ms(page)
-        second_boot = page.evaluate("() => window.ortweb.pythonBoot")
-        second_packages = page.evaluate("() => window.ortweb.packages")
-        page.wait_for_timeout(500)
-        second_requests = network[before:]
-        page.close()
+        # What reached the server: the service worker answers the rest.
+        with runtime.server.watching() as served:
+            page = context.new_page()
+            page.goto(url)
+            second = _ready_ms(page)
+            second_boot = page.evaluate("() => window.ortweb.pythonBoot")
+            second_packages = page.evaluate("() => window.ortweb.packages")
+            page.wait_for_timeout(500)
+            page.close()
+        second_requests = [runtime.server.url.rstrip("/") + path for path in served]
         context.set_offline(True)
         page = context.new_page()
         page.goto(url)
