@@ -34,7 +34,9 @@ class Plan:
     #: The model over 2 GB of the detail rows (0: not loaded).
     large_over2g_mib: int = 2560
     #: The site section: rounds, seconds of back-to-back inference, timed tiny calls.
-    site_reps: int = 3
+    #: Single rounds of its visit ratios spread widely on a shared machine (README,
+    #: Benchmarks): five steady the median.
+    site_reps: int = 5
     site_seconds: float = 10.0
     site_calls: int = 200
 
