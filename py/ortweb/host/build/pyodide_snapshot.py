@@ -223,13 +223,20 @@ def snapshot_id(pyodide_dir: Path, packages: Sequence[str] = (),
     """The key of a snapshot: :func:`runtime_id` alone for a bare interpreter; with
     ``packages`` (or ``imports``), also the wheels of the packages and of what they
     depend on, and the extra imports (what it imports first depends on them)."""
-    if not packages and not imports:
-        return runtime_id(pyodide_dir)
-    return _snapshot_id(pyodide_dir, _lock(pyodide_dir), packages, imports)
+    return _snapshot_id(pyodide_dir, _lock_for(pyodide_dir, packages, imports), packages,
+                        imports)
 
 
-def _snapshot_id(pyodide_dir: Path, lock: dict[str, Any], packages: Sequence[str],
+def _lock_for(pyodide_dir: Path, packages: Sequence[str],
+              imports: Sequence[str]) -> dict[str, Any] | None:
+    """The lock a snapshot of ``packages`` and ``imports`` needs; None for a bare one."""
+    return _lock(pyodide_dir) if packages or imports else None
+
+
+def _snapshot_id(pyodide_dir: Path, lock: dict[str, Any] | None, packages: Sequence[str],
                  imports: Sequence[str]) -> str:
+    if lock is None:
+        return runtime_id(pyodide_dir)
     # The maker's code too: a snapshot made another way has another name.
     maker = hashlib.sha256(_MAKE.encode()).hexdigest()
     text = " ".join(["snapshot", maker, runtime_id(pyodide_dir), ",".join(sorted(packages)),
@@ -267,13 +274,10 @@ def make_snapshot(pyodide_dir: Path, cache_dir: Path, executable: str | None = N
         it failed): a site is still built, without one.
     """
     try:
-        if packages or imports:
-            whole = _lock(pyodide_dir)
-            name = _snapshot_id(pyodide_dir, whole, packages, imports)
-            lock = whole["packages"]
-        else:
-            name, lock = runtime_id(pyodide_dir), {}
+        whole = _lock_for(pyodide_dir, packages, imports)
+        name = _snapshot_id(pyodide_dir, whole, packages, imports)
         target = cache_dir / f"pyodide-{name}.snapshot.gz"
+        lock = whole["packages"] if whole is not None else {}
         loaded = closure({"packages": lock}, packages)
     except (OSError, ValueError, KeyError, PackageError) as exc:
         return Snapshot(None, f"Pyodide's folder is not whole: {first_line(exc)}")
