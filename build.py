@@ -3,7 +3,8 @@
 
     python3 build.py setup        # .venv, vendored assets (verified), Chromium, browser wheel
     python3 build.py check        # ruff, mypy, JS syntax, tsc on bridge_js/ and web/site/
-    python3 build.py test [ARGS]  # setup + check + pytest (ARGS go to pytest)
+    python3 build.py test [ARGS]  # setup + check + pytest on every core (ARGS go to pytest)
+    python3 build.py test --quick # the host-only unit tests and one browser smoke test
     python3 build.py demo         # setup + build the digits demo site, check it headless on
                                   #   wasm and webgpu vs native onnxruntime (--serve: serve it)
     python3 build.py manifest     # rewrite assets.lock.json from verified downloads (maintainers)
@@ -366,10 +367,40 @@ def check() -> None:
         log("node not found: JS syntax and type checks skipped")
 
 
+#: ``build.py test --quick``: the modules whose tests need no browser and start no CLI
+#: (each under 3 s in the README's durations table), and one browser test that boots
+#: a page, runs a model on wasm and compares it with native onnxruntime.
+QUICK = [
+    *(f"tests/test_{name}.py" for name in (
+        "acceptance_property", "bench_units", "conformance_units", "convert", "devices",
+        "dtypes", "errors", "native", "onnxruntime_wheel", "options", "ortvalue_native_api",
+        "packages", "provider_options", "pyodide_version", "samples", "server", "validate",
+        "wheel")),
+    "tests/test_browser_models.py::test_identity_every_dtype[2x3-tensor(float)-wasm]",
+]
+
+
+def pytest_args(args: list[str]) -> list[str]:
+    """pytest's arguments for ``build.py test ARGS``.
+
+    Every core gets a pytest-xdist worker (each with its own server and browser) unless
+    ARGS choose otherwise (``-n``, ``-p no:xdist``); ``--quick`` runs :data:`QUICK`.
+    """
+    quick = "--quick" in args
+    args = [a for a in args if a != "--quick"]
+    chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args) or \
+        any(a in ("no:xdist", "-pno:xdist") for a in args)
+    # --dist load: tests go to whichever worker is free, so one long module (the remote
+    # browsers' tests take a third of the suite) does not keep the other worker idle.
+    parallel = [] if chosen else ["-n", "auto", "--dist", "load"]
+    return [*parallel, *(QUICK if quick else []), *args]
+
+
 def test(args: list[str]) -> int:
-    setup()
-    check()
-    cmd = [str(venv_bin("python")), "-m", "pytest", *args]
+    setup(quiet="--quick" in args)
+    if "--quick" not in args:
+        check()
+    cmd = [str(venv_bin("python")), "-m", "pytest", *pytest_args(args)]
     log("$ " + " ".join(cmd))
     return subprocess.call(cmd, cwd=ROOT)
 
