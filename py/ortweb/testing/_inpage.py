@@ -176,6 +176,82 @@ def reset(providers: list[str] | None) -> None:
     gc.collect()
 
 
+#: Modules whose functions and classes a test must not leave replaced (monkeypatched):
+#: these top-level names and their submodules (numpy: its top level only).
+WATCHED = ("ortweb", "onnxruntime", "os", "sys", "json", "asyncio", "builtins")
+
+_clean: dict[str, Any] = {}
+
+
+def _callables() -> dict[str, int]:
+    """``module.name`` → id of each function and class of the watched modules."""
+    out: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        top = name.split(".")[0]
+        if module is None or not (top in WATCHED or name == "numpy"):
+            continue
+        for attr, value in list(vars(module).items()):
+            if callable(value) and not attr.startswith("__"):
+                out[f"{name}.{attr}"] = id(value)
+    return out
+
+
+def _settings() -> dict[str, Any]:
+    from ortweb import _bridge
+
+    settings = dict(_bridge.settings())
+    settings.pop("defaultProviders", None)  # reset() sets it for every test
+    return settings
+
+
+def remember() -> None:
+    """Take the page's state now (just booted) as the one every test starts from."""
+    import ortweb  # noqa: F401  (its modules are watched from the start)
+
+    _clean.update(path=list(sys.path), environ=dict(os.environ), settings=_settings(),
+                  callables=_callables())
+
+
+async def tidy() -> list[str]:
+    """After a test: undo what can be undone, and say what cannot.
+
+    The working directory, ``sys.path`` and ``os.environ`` are set back. What a test
+    left alive or replaced (a session, an ortweb tensor, a GPU buffer, the bridge's
+    settings, a function or class of a watched module) cannot be undone from here:
+    it is returned, and the host gives the next test a new page.
+    """
+    from ortweb import _bridge
+
+    os.makedirs(HOME, exist_ok=True)
+    os.chdir(HOME)
+    if not _clean:
+        return []
+    sys.path[:] = _clean["path"]
+    if dict(os.environ) != _clean["environ"]:
+        os.environ.clear()
+        os.environ.update(_clean["environ"])
+    gc.collect()
+    meters = await _bridge.settled_meters("ortweb.testing")
+    stats = _bridge.stats()
+    left = []
+    if stats["sessions"]:
+        left.append(f"{stats['sessions']} inference session(s) still open")
+    if stats["values"]["gpu"]:
+        left.append(f"{stats['values']['gpu']} ortweb GPU value(s) still alive")
+    if meters["gpuBuffers"]:
+        left.append(f"{meters['gpuBuffers']} GPU buffer(s) not destroyed")
+    settings = _settings()
+    if settings != _clean["settings"]:
+        left.append(f"the bridge's settings changed: {settings} (were {_clean['settings']})")
+    now = _callables()
+    patched = sorted(name for name, ident in _clean["callables"].items()
+                     if now.get(name, ident) != ident or name not in now)
+    if patched:
+        left.append("replaced or deleted: " + ", ".join(patched[:5])
+                    + (f" and {len(patched) - 5} more" if len(patched) > 5 else ""))
+    return left
+
+
 def unpack(archive: str) -> list[str]:
     """Unpack a zip (a wheel, or a package the host zipped) into :data:`SITE`."""
     os.makedirs(SITE, exist_ok=True)
