@@ -3,7 +3,7 @@
 
     python3 build.py setup        # .venv, vendored assets (verified), Chromium, browser wheel
     python3 build.py check        # ruff, mypy, JS syntax, tsc on bridge_js/ and web/site/
-    python3 build.py test [ARGS]  # setup + check + pytest on every core (ARGS go to pytest)
+    python3 build.py test [ARGS]  # setup + check + pytest (ARGS go to pytest)
     python3 build.py test --quick # the host-only unit tests and one browser smoke test
     python3 build.py demo         # setup + build the digits demo site, check it headless on
                                   #   wasm and webgpu vs native onnxruntime (--serve: serve it)
@@ -383,16 +383,17 @@ QUICK = [
 def pytest_args(args: list[str]) -> list[str]:
     """pytest's arguments for ``build.py test ARGS``.
 
-    Every core gets a pytest-xdist worker (each with its own server and browser) unless
-    ARGS choose otherwise (``-n``, ``-p no:xdist``); ``--quick`` runs :data:`QUICK`.
+    ``--quick`` runs :data:`QUICK` with a pytest-xdist worker per core unless ARGS
+    choose otherwise (``-n``, ``-p no:xdist``).
     """
     quick = "--quick" in args
     args = [a for a in args if a != "--quick"]
     chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args) or \
         any(a in ("no:xdist", "-pno:xdist") for a in args)
-    # --dist load: tests go to whichever worker is free, so one long module (the remote
-    # browsers' tests take a third of the suite) does not keep the other worker idle.
-    parallel = [] if chosen else ["-n", "auto", "--dist", "load"]
+    # The whole suite stays in one process for now: under -n auto, four tests of
+    # tests/test_remote_browsers.py (frozen and vanished browsers) failed on this 2-CPU
+    # host. --quick is all host-side but one test, and spreads over the cores.
+    parallel = ["-n", "auto", "--dist", "load"] if quick and not chosen else []
     return [*parallel, *(QUICK if quick else []), *args]
 
 
