@@ -166,28 +166,14 @@ def _format_explanation(explanation: str) -> str:
 # -- page state ----------------------------------------------------------------------
 
 
-def reset(providers: list[str] | None) -> dict[str, int]:
-    """Start a test from a known state: home directory, default providers.
-
-    Returns what is alive at its start (see :func:`tidy`): sessions and GPU values
-    or buffers that a module's fixture made before the test are not the test's.
-    """
+def reset(providers: list[str] | None) -> None:
+    """Start a test from a known state: home directory, default providers, no garbage."""
     os.makedirs(HOME, exist_ok=True)
     os.chdir(HOME)
     import ortweb
 
     ortweb.set_default_providers(providers)
-    from ortweb import _bridge
-
-    return _alive(_bridge.meters())
-
-
-def _alive(meters: dict[str, Any]) -> dict[str, int]:
-    from ortweb import _bridge
-
-    stats = _bridge.stats()
-    return {"sessions": stats["sessions"], "values": stats["values"]["gpu"],
-            "buffers": meters["gpuBuffers"]}
+    gc.collect()
 
 
 #: Modules whose functions and classes a test must not leave replaced (monkeypatched):
@@ -226,14 +212,13 @@ def remember() -> None:
                   callables=_callables())
 
 
-async def tidy(start: dict[str, int] | None = None) -> list[str]:
+async def tidy() -> list[str]:
     """After a test: undo what can be undone, and say what cannot.
 
     The working directory, ``sys.path`` and ``os.environ`` are set back. What a test
     left alive or replaced (a session, an ortweb tensor, a GPU buffer, the bridge's
     settings, a function or class of a watched module) cannot be undone from here:
-    it is returned, and the host gives the next test a new page. ``start``: what
-    :func:`reset` found alive when the test began (default: nothing).
+    it is returned, and the host gives the next test a new page.
     """
     from ortweb import _bridge
 
@@ -246,22 +231,21 @@ async def tidy(start: dict[str, int] | None = None) -> list[str]:
         os.environ.clear()
         os.environ.update(_clean["environ"])
     gc.collect()
-    now = _alive(await _bridge.settled_meters("ortweb.testing"))
-    before = start or {}
-    added = {key: value - before.get(key, 0) for key, value in now.items()}
+    meters = await _bridge.settled_meters("ortweb.testing")
+    stats = _bridge.stats()
     left = []
-    if added["sessions"] > 0:
-        left.append(f"{added['sessions']} inference session(s) still open")
-    if added["values"] > 0:
-        left.append(f"{added['values']} ortweb GPU value(s) still alive")
-    if added["buffers"] > 0:
-        left.append(f"{added['buffers']} GPU buffer(s) not destroyed")
+    if stats["sessions"]:
+        left.append(f"{stats['sessions']} inference session(s) still open")
+    if stats["values"]["gpu"]:
+        left.append(f"{stats['values']['gpu']} ortweb GPU value(s) still alive")
+    if meters["gpuBuffers"]:
+        left.append(f"{meters['gpuBuffers']} GPU buffer(s) not destroyed")
     settings = _settings()
     if settings != _clean["settings"]:
         left.append(f"the bridge's settings changed: {settings} (were {_clean['settings']})")
-    callables = _callables()
+    now = _callables()
     patched = sorted(name for name, ident in _clean["callables"].items()
-                     if callables.get(name) != ident)
+                     if now.get(name, ident) != ident or name not in now)
     if patched:
         left.append("replaced or deleted: " + ", ".join(patched[:5])
                     + (f" and {len(patched) - 5} more" if len(patched) > 5 else ""))

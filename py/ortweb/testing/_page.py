@@ -52,10 +52,9 @@ class OrtwebPage:
         capture = self._pyodide_page.capture
         self._marks = (len(capture.console), len(capture.errors), len(capture.blocked))
         module_page.scope(True)
-        #: What was alive in the page when the test began (``_inpage.reset``).
-        self._alive = self._check(self.module_page.run_code(
-            f"import json\njson.dumps(__import__('_ortweb_testing').reset({providers!r}))",
-            "<ortweb-testing reset>", self._remaining(), self.timeout,
+        self._check(self.module_page.run_code(
+            f"__import__('_ortweb_testing').reset({providers!r})", "<ortweb-testing reset>",
+            self._remaining(), self.timeout,
         ))
 
     # -- what happened during this test ----------------------------------------------
@@ -246,7 +245,7 @@ class OrtwebPage:
             self.module_page.scope(False)
             left = self._check(self.module_page.run_code(
                 "import json, _ortweb_testing\n_ortweb_testing.reset(None)\n"
-                f"json.dumps(await _ortweb_testing.tidy(json.loads({self._alive!r})))",
+                "json.dumps(await _ortweb_testing.tidy())",
                 "<ortweb-testing tidy>", 60.0))
         except Exception as exc:
             self.module_page.discard(f"could not be restored after a test: {exc}")
