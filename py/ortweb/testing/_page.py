@@ -230,12 +230,8 @@ class OrtwebPage:
     # -- reporting -----------------------------------------------------------------
 
     def finish(self) -> None:
-        """End of the test: its globals go, the page is tidied for the next test.
+        """End of the test: its globals go, and the page's default providers are restored.
 
-        The working directory, ``sys.path``, ``os.environ`` and the default providers
-        are set back. A page the test left a session, a tensor, a GPU buffer, changed
-        bridge settings or a replaced function in (see ``_inpage.tidy``) is closed,
-        and the next test gets a new one (:attr:`ModulePage.discarded` says why).
         Tests that use the module's page directly (not through ``ortweb_page``) then
         find it as it was booted.
         """
@@ -243,18 +239,13 @@ class OrtwebPage:
             return
         try:
             self.module_page.scope(False)
-            left = self._check(self.module_page.run_code(
-                "import json, _ortweb_testing\n_ortweb_testing.reset(None)\n"
-                "json.dumps(await _ortweb_testing.tidy())",
-                "<ortweb-testing tidy>", 60.0))
+            if self.providers is not None:
+                result = self.module_page.run_code(
+                    "__import__('_ortweb_testing').reset(None)", "<ortweb-testing reset>", 60.0
+                )
+                self._check(result)
         except Exception as exc:
             self.module_page.discard(f"could not be restored after a test: {exc}")
-            return
-        import json
-
-        mess = json.loads(left)
-        if mess:
-            self.module_page.discard(f"{self._request.node.nodeid} left {'; '.join(mess)}")
 
     def report_sections(self, failed: bool, artifacts: Path | None, nodeid: str
                         ) -> list[tuple[str, str]]:

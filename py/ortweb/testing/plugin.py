@@ -231,12 +231,6 @@ class _BrowserSummary:
                 self.seen[str(worker)] = str(value)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from ._module_page import REPLACED
-
-        if REPLACED:
-            terminalreporter.write_sep("-", f"ortweb pages replaced ({len(REPLACED)})")
-            for reason in REPLACED:
-                terminalreporter.write_line(f"ortweb: {reason}")
         if self.seen:
             terminalreporter.write_sep("-", "ortweb browsers")
             for worker, line in sorted(self.seen.items()):
