@@ -368,8 +368,9 @@ def check() -> None:
 
 
 #: ``build.py test --quick``: the modules whose tests need no browser and start no CLI
-#: (each under 3 s in the README's durations table), and one browser test that boots
-#: a page, runs a model on wasm and compares it with native onnxruntime.
+#: (each under 3 s in the durations run of 60f5f65 behind the README's table), and one
+#: browser test that boots a page, runs a model on wasm and compares it with native
+#: onnxruntime.
 QUICK = [
     *(f"tests/test_{name}.py" for name in (
         "acceptance_property", "bench_units", "conformance_units", "convert", "devices",
@@ -380,28 +381,29 @@ QUICK = [
 ]
 
 
-def pytest_args(args: list[str]) -> list[str]:
-    """pytest's arguments for ``build.py test ARGS``.
+def pytest_args(args: list[str], quick: bool) -> list[str]:
+    """pytest's arguments for ``build.py test ARGS`` (``quick``: ``--quick``, taken out).
 
     ``--quick`` runs :data:`QUICK` with a pytest-xdist worker per core unless ARGS
     choose otherwise (``-n``, ``-p no:xdist``).
     """
-    quick = "--quick" in args
-    args = [a for a in args if a != "--quick"]
-    chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args) or \
-        any(a in ("no:xdist", "-pno:xdist") for a in args)
-    # The whole suite stays in one process for now: under -n auto, four tests of
-    # tests/test_remote_browsers.py (frozen and vanished browsers) failed on this 2-CPU
-    # host. --quick is all host-side but one test, and spreads over the cores.
-    parallel = ["-n", "auto", "--dist", "load"] if quick and not chosen else []
-    return [*parallel, *(QUICK if quick else []), *args]
+    if not quick:
+        # The whole suite stays in one process for now: under -n auto, four tests of
+        # tests/test_remote_browsers.py (frozen and vanished browsers) failed on this
+        # 2-CPU host.
+        return args
+    chosen = any(a.startswith(("-n", "--numprocesses")) or a in ("no:xdist", "-pno:xdist")
+                 for a in args)
+    return [*([] if chosen else ["-n", "auto", "--dist", "load"]), *QUICK, *args]
 
 
 def test(args: list[str]) -> int:
-    setup(quiet="--quick" in args)
-    if "--quick" not in args:
+    quick = "--quick" in args
+    args = [a for a in args if a != "--quick"]
+    setup(quiet=quick)
+    if not quick:
         check()
-    cmd = [str(venv_bin("python")), "-m", "pytest", *pytest_args(args)]
+    cmd = [str(venv_bin("python")), "-m", "pytest", *pytest_args(args, quick)]
     log("$ " + " ".join(cmd))
     return subprocess.call(cmd, cwd=ROOT)
 
