@@ -288,10 +288,23 @@ def setup(quiet: bool = False) -> None:
     wheel = build_browser_wheel()
     if not os.environ.get("ORTWEB_BROWSER"):
         ensure_chromium()
+    snapshot = make_runner_snapshot()
     if not quiet:
         log(f"ready in {time.monotonic() - start:.1f}s: {len(packages)} Pyodide packages offline "
             f"({', '.join(packages)}); "
-            f"{wheel.name}")
+            f"{wheel.name}; {snapshot}")
+
+
+def make_runner_snapshot() -> str:
+    """The interpreter snapshot the runner pages boot from (ortweb/host/build/
+    runner_snapshot.py), made once in headless Chromium; what became of it."""
+    code = ("from ortweb.host.build.assets import find_assets\n"
+            "made = find_assets().runner_snapshot\n"
+            "print(f'runner snapshot {made.path.name}' if made.path else "
+            "f'no runner snapshot: {made.reason}')")
+    done = subprocess.run([str(venv_bin("python")), "-c", code], check=True,
+                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    return done.stdout.strip().splitlines()[-1]
 
 
 def write_manifest() -> None:

@@ -18,7 +18,10 @@
  * @property {(line: string) => void} [stdout]
  * @property {(line: string) => void} [stderr]
  * @property {(msg: string) => void} [progress] messages about what is loading
- * @property {object} [loadOptions] more options for `loadPyodide` (a site's `_loadSnapshot`)
+ * @property {{_loadSnapshot?: Uint8Array} & Object<string, any>} [loadOptions] more options
+ *   for `loadPyodide`; with `_loadSnapshot`
+ *   (a memory snapshot of the interpreter), the restored interpreter is given what a
+ *   fresh boot has (see asFreshBoot)
  * @property {(pyodide: any) => Promise<() => void>} [aroundPackages] called once Pyodide
  *   is up, before the packages load; what it resolves to is called once they have (a
  *   site's kept unpacked wheels, web/site/unpacked.js)
@@ -39,6 +42,11 @@ export async function bootPyodide(options) {
   const packages = options.packages ?? ['numpy', 'ortweb'];
   const progress = options.progress ?? (() => {});
   progress('loading Pyodide');
+  const snapshot = options.loadOptions?._loadSnapshot;
+  if (snapshot && !wellFormedSnapshot(snapshot)) {
+    // Pyodide would log "wasm instantiation failed" and never settle.
+    throw new Error('the memory snapshot given to boot from is not a whole Pyodide snapshot');
+  }
   const { loadPyodide } = await import(indexURL + 'pyodide.mjs');
   const pyodide = await loadPyodide({
     indexURL,
@@ -49,6 +57,7 @@ export async function bootPyodide(options) {
     packageCacheDir: indexURL,
     ...options.loadOptions,
   });
+  if (snapshot) asFreshBoot(pyodide);
   keepStdlibZipListing(pyodide);
   if (Object.keys(missingImports).length) installMissingHook(pyodide, missingImports);
   /** @type {string[]} */
@@ -69,6 +78,24 @@ export async function bootPyodide(options) {
     throw new Error(`Pyodide packages failed to load: ${missing.join(', ') || '(none missing)'}; ${problems.join(' | ')}`);
   }
   return pyodide;
+}
+
+/** `makeMemorySnapshot`'s first word (Pyodide 0.27.7's snapshot.ts). */
+const SNAPSHOT_MAGIC = 1886286592;
+const WASM_PAGE = 65536;
+
+/**
+ * Whether `bytes` has the shape of a Pyodide memory snapshot: its magic number, a
+ * header that fits, and a heap of whole wasm pages. One that does not would not fail
+ * cleanly: Pyodide logs "wasm instantiation failed" and its `loadPyodide` never settles.
+ * @param {Uint8Array} bytes
+ */
+export function wellFormedSnapshot(bytes) {
+  if (bytes.byteLength < 64 || bytes.byteLength % 4) return false;
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
+  const heap = bytes.byteLength - words[1];
+  return words[0] === SNAPSHOT_MAGIC && words[1] >= 48 && heap >= 16 * WASM_PAGE &&
+    heap % WASM_PAGE === 0;
 }
 
 /** @param {string} url */
@@ -172,6 +199,52 @@ function installMissingHook(pyodide, missing) {
     pyodide.runPython(MISSING_HOOK, { globals: scope });
   } finally {
     table.destroy();
+    scope.destroy();
+  }
+}
+
+// The snapshot froze the state of `random` (when it was imported): every page would
+// draw the same numbers. Its LANG is the maker's (`C.UTF-8`): the visitor's, as
+// Emscripten gives a fresh boot.
+const AS_FRESH = `
+import os, sys
+if 'random' in sys.modules:
+    sys.modules['random'].seed()
+os.environ['LANG'] = LANG
+`;
+
+/** Python's `time` module as a fresh boot makes it, to take its time-zone values from. */
+const FRESH_TIME_ZONE = `
+import _imp, time
+fresh = _imp.create_builtin(time.__spec__)
+_imp.exec_builtin(fresh)
+for name in ("timezone", "altzone", "daylight", "tzname"):
+    setattr(time, name, getattr(fresh, name))
+`;
+
+/**
+ * Give an interpreter restored from a memory snapshot what a fresh boot would have:
+ * `random` seeded anew, the visitor's LANG, and the visitor's time zone. A snapshot
+ * holds the time zone of the machine that made it: C's `tzname`, `timezone` and
+ * `daylight`, set once per process, and `time.timezone`, `time.tzname` and the like,
+ * set when `time` was imported (Pyodide's Python has no `time.tzset()`). Both are set
+ * again, as Emscripten sets them at a fresh start.
+ * @param {any} pyodide
+ */
+function asFreshBoot(pyodide) {
+  const module = pyodide._module;
+  if (typeof module?.__tzset_js === 'function' && typeof module._tzname === 'number') {
+    const names = module._tzname >> 2;
+    module.__tzset_js(module._timezone, module._daylight, module.HEAPU32[names],
+      module.HEAPU32[names + 1]);
+  }
+  const lang = `${(globalThis.navigator?.languages?.[0] ?? 'C').replace('-', '_')}.UTF-8`;
+  const scope = pyodide.globals.get('dict')();
+  try {
+    scope.set('LANG', lang);
+    pyodide.runPython(AS_FRESH, { globals: scope });
+    pyodide.runPython(FRESH_TIME_ZONE, { globals: scope });
+  } finally {
     scope.destroy();
   }
 }

@@ -7,7 +7,7 @@
  * wasm again through the relay. This worker, registered by runner.js when the host
  * asks (`?assetCache=sw`), keeps those files in Cache Storage keyed by their sha256,
  * for every later page of the same browser context:
- *  - for a file under /pyodide/ or /ort/ it asks the host for the file's sha256
+ *  - for a file under /pyodide/, /ort/ or /snapshot/ it asks the host for the file's sha256
  *    (`/__ortweb/digest?path=…`, answered by the relay, never by the browser);
  *  - a stored copy under that sha256 is served as is (nothing relayed);
  *  - else the file is fetched (relayed), and stored only when its bytes match.
@@ -21,7 +21,7 @@ const sw = /** @type {any} */ (self);
 const CACHE = 'ortweb-runner-assets';
 const SCOPE = new URL(sw.registration.scope);
 const DIGEST = new URL('__ortweb/digest', SCOPE).href;
-const KEPT = /^\/(pyodide|ort)\//;
+const KEPT = /^\/(pyodide|ort|snapshot)\//;
 
 /** @param {ArrayBuffer} bytes */
 async function sha256Hex(bytes) {

@@ -41,19 +41,54 @@ async function underAssetCache() {
   }
 }
 
+/**
+ * The interpreter's memory snapshot the host made for these pages (see
+ * `ortweb.host.build.runner_snapshot`), or null: none offered (`?snapshot=0`, or the
+ * server has none), or this browser's JSPI differs from the one it was made with.
+ * @returns {Promise<Uint8Array|null>}
+ */
+async function runnerSnapshot() {
+  if (params.get('snapshot') === '0') return null;
+  const base = new URL('../snapshot/', import.meta.url).href;
+  const about = await fetch(base + 'snapshot.json');
+  if (!about.ok) return null;
+  const { jspi, file } = await about.json();
+  if (!(jspi in WebAssembly)) return null;
+  const response = await fetch(base + file);
+  if (!response.ok || !response.body) return null;
+  const unzipped = response.body.pipeThrough(new DecompressionStream('gzip'));
+  return new Uint8Array(await new Response(unzipped).arrayBuffer());
+}
+
 w.ortwebReady = (async () => {
   try {
     if (params.get('assetCache') === 'sw') await underAssetCache();
-    pyodide = await bootPyodide({
+    const boot = {
       indexURL: new URL('../pyodide/', import.meta.url).href,
       offlineListURL: new URL('../pyodide/offline-packages.json', import.meta.url).href,
-      stdout: (line) => printTagged('stdout', line),
-      stderr: (line) => printTagged('stderr', line),
-      progress: (msg) => { status.textContent = msg; },
+      stdout: (/** @type {string} */ line) => printTagged('stdout', line),
+      stderr: (/** @type {string} */ line) => printTagged('stderr', line),
+      progress: (/** @type {string} */ msg) => { status.textContent = msg; },
+    };
+    /** @type {'snapshot'|'fresh'} */
+    let bootedFrom = 'fresh';
+    const snapshot = await runnerSnapshot().catch((err) => {
+      console.warn('ortweb: the runner snapshot could not be read; booting Pyodide as usual', err);
+      return null;
     });
+    if (snapshot) {
+      try {
+        pyodide = await bootPyodide({ ...boot, loadOptions: { _loadSnapshot: snapshot } });
+        bootedFrom = 'snapshot';
+      } catch (err) {
+        console.warn('ortweb: the runner snapshot did not restore; booting Pyodide as usual', err);
+      }
+    }
+    pyodide ??= await bootPyodide(boot);
     w.pyodide = pyodide;
+    w.ortwebBootedFrom = bootedFrom;
     status.textContent = 'ready';
-    return { ok: true };
+    return { ok: true, bootedFrom };
   } catch (err) {
     status.textContent = `failed: ${err}`;
     return { ok: false, message: String(err && /** @type {any} */ (err).stack || err) };

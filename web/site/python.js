@@ -142,14 +142,9 @@ export async function startPython(config, loader, io, options = {}) {
   io.mark('boot');
   if (snapshot) {
     try {
+      // bootPyodide gives the restored interpreter what a fresh boot would have
+      // (random's seed, LANG, the time zone).
       pyodide = await bootPyodide({ ...boot, loadOptions: { _loadSnapshot: snapshot } });
-      // The snapshot froze the state of `random` (when loaded): every visit would
-      // draw the same numbers. Its LANG is the maker's (`C.UTF-8` for the build's):
-      // the visitor's, as Emscripten gives a fresh boot.
-      const lang = `${(navigator.languages?.[0] ?? 'C').replace('-', '_')}.UTF-8`;
-      pyodide.runPython("import os, sys\nif 'random' in sys.modules: sys.modules['random'].seed()\n" +
-        `os.environ['LANG'] = ${JSON.stringify(lang)}`);
-      takeVisitorsTimeZone(pyodide);
       bootedFrom = 'snapshot';
     } catch (err) {
       pyodide = null;
@@ -225,37 +220,6 @@ export async function startPython(config, loader, io, options = {}) {
      */
     call: (name, args) => runnerCall(name, args),
   };
-}
-
-/** Python's `time` module as a fresh boot makes it, to take its time-zone values from. */
-const FRESH_TIME_ZONE = `
-import _imp, time
-fresh = _imp.create_builtin(time.__spec__)
-_imp.exec_builtin(fresh)
-for name in ("timezone", "altzone", "daylight", "tzname"):
-    setattr(time, name, getattr(fresh, name))
-`;
-
-/**
- * A snapshot holds the time zone of the machine that made it: C's `tzname`,
- * `timezone` and `daylight`, set once per process, and `time.timezone`, `time.tzname`
- * and the like, set when `time` was imported (Pyodide's Python has no `time.tzset()`).
- * Both are set again from the visitor's, as Emscripten sets them at a fresh start.
- * @param {any} pyodide
- */
-function takeVisitorsTimeZone(pyodide) {
-  const module = pyodide._module;
-  if (typeof module?.__tzset_js === 'function' && typeof module._tzname === 'number') {
-    const names = module._tzname >> 2;
-    module.__tzset_js(module._timezone, module._daylight, module.HEAPU32[names],
-      module.HEAPU32[names + 1]);
-  }
-  const scope = pyodide.globals.get('dict')();
-  try {
-    pyodide.runPython(FRESH_TIME_ZONE, { globals: scope });
-  } finally {
-    scope.destroy();
-  }
 }
 
 /**

@@ -27,6 +27,7 @@
  * deleted and Pyodide boots as usual.
  * @module snapshot
  */
+import { wellFormedSnapshot as wellFormed } from './bridge/pyodide_boot.js';
 import { sha256Hex } from './sha256.js';
 
 /** Pyodide's files that decide what its interpreter's memory holds. */
@@ -55,23 +56,6 @@ export async function snapshotPlace(config, absolute, base) {
     cacheName: `ortweb-snapshot ${root}`,
     key: `${root}ortweb-pyodide.snapshot?runtime=${id}`,
   };
-}
-
-/** `makeMemorySnapshot`'s first word (Pyodide 0.27.7's snapshot.ts). */
-const MAGIC = 1886286592;
-const WASM_PAGE = 65536;
-
-/**
- * Whether `bytes` has the shape of a Pyodide snapshot: its magic number, a header that
- * fits, and a heap of whole wasm pages. One that does not would not fail cleanly:
- * Pyodide logs "wasm instantiation failed" and its `loadPyodide` never settles.
- * @param {Uint8Array} bytes
- */
-function wellFormed(bytes) {
-  if (bytes.byteLength < 64 || bytes.byteLength % 4) return false;
-  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
-  const heap = bytes.byteLength - words[1];
-  return words[0] === MAGIC && words[1] >= 48 && heap >= 16 * WASM_PAGE && heap % WASM_PAGE === 0;
 }
 
 /**

@@ -85,6 +85,10 @@ class PyodidePage:
         there, False gives the page a context of its own instead of the one its
         browser's runner pages share (:meth:`~.launch.Browser.shared_context`), so a
         cold page timed against its anchor fetches everything, as the anchor does.
+    snapshot : bool
+        True (default): Pyodide's interpreter is restored from the snapshot the server
+        offers, where it has one (:mod:`ortweb.host.build.runner_snapshot`); False:
+        it starts as usual. :attr:`booted_from` says which it was.
     """
 
     def __init__(
@@ -97,6 +101,7 @@ class PyodidePage:
         webgpu_build: str = "native",
         boot_timeout: float = 180.0,
         routed: bool = True,
+        snapshot: bool = True,
     ):
         self.base_url = base_url.rstrip("/") + "/"
         self.capture = PageLog()
@@ -107,6 +112,8 @@ class PyodidePage:
         #: Why the page became unusable ('' while it works): it crashed or closed.
         self.lost = ""
         self._closed = False
+        #: ``"snapshot"`` or ``"fresh"``: how the page's interpreter started.
+        self.booted_from = ""
         #: A remote browser's runner pages share a context (and its asset cache).
         self._router: OfflineRouter | None = None
         shared = self.remote and routed
@@ -128,11 +135,14 @@ class PyodidePage:
                 query += "&providers=" + ",".join(providers)
             if shared:
                 query += "&assetCache=sw"
+            if not snapshot:
+                query += "&snapshot=0"
             self.page.goto(self.base_url + "runner.html" + query)
             ready = self.page.evaluate("() => window.ortwebReady", None)
             self.page.set_default_timeout(boot_timeout * 1000)
             if not ready or not ready.get("ok"):
                 raise BrowserError(f"the page failed to boot: {ready and ready.get('message')}")
+            self.booted_from = str(ready.get("bootedFrom", "fresh"))
         except BaseException:
             self.close()
             raise

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import wheel as _wheel
+from .pyodide_snapshot import Snapshot
+from .runner_snapshot import SNAPSHOT_PREFIX
+from .runner_snapshot import runner_snapshot as _runner_snapshot
 
 __all__ = ["Assets", "find_assets"]
 
@@ -80,12 +83,20 @@ class Assets:
             files += [str(table[build]["module"]), wasm.removesuffix(".wasm") + ".mjs", wasm]
         return list(dict.fromkeys(files))
 
+    @functools.cached_property
+    def runner_snapshot(self) -> Snapshot:
+        """The interpreter snapshot runner pages boot from, made on first use (see
+        :mod:`.runner_snapshot`); its ``reason`` says why there is none."""
+        return _runner_snapshot(self)
+
     def mounts(self) -> dict[str, Path]:
         """URL prefix → folder, for :class:`ortweb.host.serve.StaticServer`."""
+        snapshot = self.runner_snapshot.path
         return {
             "/pyodide/": self.pyodide,
             "/ort/": self.ort,
             "/bridge/": self.bridge,
+            **({SNAPSHOT_PREFIX: snapshot} if snapshot is not None else {}),
             "/": self.web,
         }
 

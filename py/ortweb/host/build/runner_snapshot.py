@@ -1,0 +1,101 @@
+"""The interpreter snapshot that runner pages boot from.
+
+Every page the host tools drive (``web/runner.html``: ``ortweb run``/``exec``,
+conformance, bench, the pytest plugin) restores Pyodide's interpreter from a memory
+snapshot instead of initialising Python, as a site's pages do
+(:mod:`.pyodide_snapshot`, the same maker). It holds the standard-library modules that
+numpy and ortweb import, already imported; numpy and ortweb themselves load as usual
+(Pyodide 0.27.7 cannot snapshot packages with shared libraries).
+
+The snapshot is made once per key (:func:`~.pyodide_snapshot.snapshot_id`: Pyodide's
+core files, numpy's wheel and the list of modules) and kept under
+``build/snapshots/``; the folder :func:`runner_snapshot` gives holds it with a
+``snapshot.json`` that tells the page its file and JSPI API. The key does not hold
+ortweb's own wheel, so editing ortweb only makes a new snapshot when the set of
+standard-library modules it imports changes.
+
+A page boots as usual when there is none (no Chromium could make it, or
+``ORTWEB_SNAPSHOT=0``), when it is asked for a fresh boot (``?snapshot=0``,
+:class:`~ortweb.host.browser.PyodidePage`'s ``snapshot=False``), when its browser's
+JSPI differs, or when the snapshot fails to restore (said on the console).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING, Final
+
+from .pyodide_snapshot import JSPI, Snapshot, make_snapshot, module_imports, snapshot_id
+from .wheel import compat_files, runtime_files
+
+try:
+    import fcntl
+except ImportError:  # Windows: concurrent makers each make it, and one rename wins
+    fcntl = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from .assets import Assets
+
+__all__ = ["SNAPSHOT_PREFIX", "runner_imports", "runner_snapshot"]
+
+#: Where the local server offers the folder (``web/runner.js`` reads it there).
+SNAPSHOT_PREFIX: Final = "/snapshot/"
+#: The snapshot's name in that folder.
+_FILE: Final = "pyodide.snapshot.gz"
+#: The Pyodide packages every runner page loads (``bootPyodide``'s default, without
+#: ortweb, whose wheel changes with each edit).
+_PACKAGES: Final = ("numpy",)
+
+
+def runner_imports(assets: Assets) -> list[str]:
+    """The standard-library modules ortweb and the drop-in ``onnxruntime`` import by
+    name, sorted: imported into the snapshot first."""
+    files = runtime_files(assets.package_dir)
+    if assets.compat_dir.is_dir():
+        files += compat_files(assets.compat_dir)
+    names = {name.split(".")[0] for path in files if path.suffix == ".py"
+             for name in module_imports(path.read_text(encoding="utf-8"))}
+    return sorted(names & set(sys.stdlib_module_names))
+
+
+def runner_snapshot(assets: Assets) -> Snapshot:
+    """The folder to serve at :data:`SNAPSHOT_PREFIX` (``path``), made if needed, or
+    why there is none (``reason``).
+
+    Several processes may ask at once (pytest-xdist's workers): one makes it while
+    the others wait for it.
+    """
+    if os.environ.get("ORTWEB_SNAPSHOT", "1") == "0":
+        return Snapshot(None, "ORTWEB_SNAPSHOT=0")
+    imports = runner_imports(assets)
+    cache = assets.root / "build" / "snapshots"
+    try:
+        key = snapshot_id(assets.pyodide, _PACKAGES, imports)
+    except (OSError, ValueError, KeyError) as exc:
+        return Snapshot(None, f"Pyodide's folder is not whole: {exc}")
+    folder = cache / f"runner-{key[:16]}"
+    if (folder / "snapshot.json").is_file():
+        return Snapshot(folder)
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".runner.lock", "w") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / "snapshot.json").is_file():
+            return Snapshot(folder)
+        made = make_snapshot(assets.pyodide, cache, packages=_PACKAGES, imports=imports)
+        if made.path is None:
+            return made
+        making = folder.with_name(folder.name + ".making")
+        shutil.rmtree(making, ignore_errors=True)
+        making.mkdir()
+        try:
+            os.link(made.path, making / _FILE)
+        except OSError:
+            shutil.copyfile(made.path, making / _FILE)
+        (making / "snapshot.json").write_text(json.dumps({"file": _FILE, "jspi": JSPI,
+                                                          "key": key}))
+        making.rename(folder)
+    return Snapshot(folder)

@@ -1,0 +1,75 @@
+"""Runner pages boot from the interpreter snapshot the host made
+(ortweb.host.build.runner_snapshot), and boot as usual when it cannot be used."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ortweb.host.browser import Runtime
+from ortweb.host.build.assets import find_assets
+from ortweb.host.build.pyodide_snapshot import snapshot_id
+from ortweb.host.build.runner_snapshot import SNAPSHOT_PREFIX, runner_imports
+from ortweb.host.serve import StaticServer
+
+# What a test needs to know of a page's interpreter: it works, and is its own.
+_STATE = """
+import json, os, random, sys, time
+import numpy as np
+import ortweb
+json.dumps({"random": random.random(), "lang": os.environ.get("LANG"),
+            "tz": list(time.tzname), "np": float(np.arange(4).sum()),
+            "ortweb": ortweb.__version__, "json_preloaded": "json" in sys.modules})
+"""
+
+
+def test_runner_imports_are_the_standard_library_modules_ortweb_names() -> None:
+    assets = find_assets()
+    names = runner_imports(assets)
+    assert {"asyncio", "contextlib", "dataclasses"} <= set(names), names
+    assert "numpy" not in names and "ortweb" not in names and "js" not in names
+    # The key follows the list: a module more is another snapshot.
+    pyodide = assets.pyodide
+    assert snapshot_id(pyodide, ["numpy"], names) != snapshot_id(pyodide, ["numpy"],
+                                                                [*names, "zipfile"])
+
+
+@pytest.mark.browser
+def test_pages_boot_from_the_snapshot_as_a_fresh_boot_would(ortweb_runtime: Runtime) -> None:
+    made = ortweb_runtime.assets.runner_snapshot
+    assert made.path is not None, made.reason
+    about = json.loads((made.path / "snapshot.json").read_text())
+    assert (made.path / about["file"]).is_file()
+    states = {}
+    for name, snapshot in [("a", True), ("b", True), ("fresh", False)]:
+        with ortweb_runtime.new_page(snapshot=snapshot) as page:
+            assert page.booted_from == ("snapshot" if snapshot else "fresh")
+            states[name] = json.loads(page.run_python(_STATE))
+            assert not page.capture.errors
+    a, b, fresh = states["a"], states["b"], states["fresh"]
+    # Each restored page draws its own random numbers, as fresh boots do.
+    assert a["random"] != b["random"]
+    for key in ("lang", "tz", "np", "ortweb"):
+        assert a[key] == fresh[key], (key, a, fresh)
+
+
+@pytest.mark.browser
+def test_a_snapshot_that_does_not_restore_boots_as_usual(ortweb_runtime: Runtime,
+                                                         tmp_path: Path) -> None:
+    made = ortweb_runtime.assets.runner_snapshot
+    assert made.path is not None, made.reason
+    shutil.copy(made.path / "snapshot.json", tmp_path / "snapshot.json")
+    name = json.loads((tmp_path / "snapshot.json").read_text())["file"]
+    # A whole gzip of the wrong bytes: it reads, and Pyodide refuses it.
+    (tmp_path / name).write_bytes(gzip.compress(b"not a memory snapshot" * 1000))
+    mounts = {**ortweb_runtime.assets.mounts(), SNAPSHOT_PREFIX: tmp_path}
+    with StaticServer(mounts) as server, \
+            ortweb_runtime.browser.new_page(server.url) as page:
+        assert page.booted_from == "fresh"
+        assert json.loads(page.run_python(_STATE))["np"] == 6.0
+        warned = [line.text for line in page.capture.console if line.type == "warning"]
+        assert any("runner snapshot did not restore" in text for text in warned), warned
