@@ -1,7 +1,8 @@
 """Shared fixtures, on top of ``ortweb.testing`` (the pytest plugin ortweb ships).
 
-The plugin gives one headless Chromium per session (per xdist worker), one page per
-test module (Pyodide + numpy + ortweb) and, per test, ``ortweb_page`` and
+The plugin gives one headless Chromium per session (per xdist worker), one page
+shared by the tests of every module (Pyodide + numpy + ortweb; tidied after each
+test, replaced when one left a mess) and, per test, ``ortweb_page`` and
 ``@run_in_browser``. ``other_page`` opens a page of a test's own for
 ``@run_in_browser`` functions, where the module's page will not do. Tests that drive
 the module's page directly take ``ortweb_module_page`` (``.pyodide_page``,
@@ -53,12 +54,18 @@ def _module_page_stays_offline_and_clean(request: pytest.FixtureRequest) -> Iter
         yield
         return
     module_page: ModulePage = request.getfixturevalue("ortweb_module_page")
+    # The page is shared with other modules: what it logged before this one is theirs.
+    start = module_page.current
+    marks = (len(start.capture.blocked), len(start.capture.errors)) if start else (0, 0)
     yield
     # The page in use now; one discarded after a timeout took its log with it.
     p = module_page.current
     if p is not None:
-        assert not p.capture.blocked, f"requests left 127.0.0.1: {p.capture.blocked}"
-        assert not p.capture.errors, f"uncaught page errors: {p.capture.errors}"
+        blocked, errors = p.capture.blocked, p.capture.errors
+        if p is start:
+            blocked, errors = blocked[marks[0]:], errors[marks[1]:]
+        assert not blocked, f"requests left 127.0.0.1: {blocked}"
+        assert not errors, f"uncaught page errors: {errors}"
 
 
 @pytest.fixture(autouse=True)

@@ -520,3 +520,160 @@ def test_plugin_module_loads_no_browser_machinery() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
+
+
+# Each ``leave_*`` test leaves one kind of mess in the page; the ``check_*`` test after
+# it must find a page as clean as a new one. Run in order, in one process (no xdist).
+_MESS_TESTS = '''
+import os
+import sys
+
+from ortweb.testing import run_in_browser
+
+
+@run_in_browser
+async def test_leave_a_session(ortweb_page, model_path):
+    import ortweb
+
+    sess = await ortweb.InferenceSession.create(model_path, providers=["wasm"])
+    # Kept where the test's namespace cannot drop it.
+    sys.modules["ortweb"]._left_behind = sess
+
+
+@run_in_browser
+def test_check_after_session(ortweb_page):
+    from ortweb import _bridge
+
+    assert _bridge.stats()["sessions"] == 0
+    assert not hasattr(sys.modules["ortweb"], "_left_behind")
+
+
+@run_in_browser
+async def test_leave_a_gpu_buffer(ortweb_page):
+    import js
+    import ortweb
+
+    device = await ortweb.webgpu_device_async()
+    js.leftBuffer = device.createBuffer(js.Object.fromEntries([["size", 256], ["usage", 8]]))
+
+
+@run_in_browser
+async def test_check_after_gpu_buffer(ortweb_page):
+    import js
+    from ortweb import _bridge
+
+    assert not hasattr(js, "leftBuffer")
+    assert (await _bridge.settled_meters())["gpuBuffers"] == 0
+
+
+@run_in_browser
+def test_leave_a_patched_module(ortweb_page):
+    import ortweb
+    import os
+
+    ortweb.get_available_providers = lambda: ["patched"]
+    os.getpid = lambda: -1
+
+
+@run_in_browser
+def test_check_after_patched_module(ortweb_page):
+    import ortweb
+
+    assert ortweb.get_available_providers() != ["patched"]
+    assert os.getpid() != -1
+
+
+@run_in_browser
+def test_leave_cwd_path_and_environ(ortweb_page):
+    os.makedirs("/tmp/elsewhere", exist_ok=True)
+    os.chdir("/tmp/elsewhere")
+    sys.path.insert(0, "/tmp/elsewhere")
+    os.environ["ORTWEB_LEFT"] = "1"
+
+
+@run_in_browser
+def test_check_after_cwd_path_and_environ(ortweb_page):
+    assert os.getcwd() == "/home/pyodide"
+    assert "/tmp/elsewhere" not in sys.path
+    assert "ORTWEB_LEFT" not in os.environ
+    # A module's files outlive a replaced page: the model is still there.
+    assert os.path.isfile("/home/pyodide/mess.onnx")
+
+
+def test_pages_replaced_only_for_what_reset_cannot_undo(ortweb_module_page):
+    reasons = ortweb_module_page.discarded
+    assert len(reasons) == 3, reasons
+    assert "test_leave_a_session left 1 inference session(s) still open" in reasons[0]
+    assert "test_leave_a_gpu_buffer left 1 GPU buffer(s) not destroyed" in reasons[1]
+    assert "replaced or deleted: ortweb.get_available_providers" in reasons[2]
+    assert "os.getpid" in reasons[2]
+'''
+
+_MESS_CONFTEST = '''
+import pytest
+
+
+@pytest.fixture(scope="module")
+def model_path(ortweb_module_page):
+    return ortweb_module_page.put_file("mess.onnx", open("model.onnx", "rb").read())
+'''
+
+
+@pytest.mark.browser
+def test_a_test_that_leaves_a_mess_does_not_reach_the_next(pytester: pytest.Pytester) -> None:
+    _project(pytester, _MESS_TESTS, "test_mess")
+    pytester.makeconftest(_MESS_CONFTEST)
+    result = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider", "-p", "no:xdist",
+                                           timeout=600)
+    result.assert_outcomes(passed=9)
+    result.stdout.fnmatch_lines(["*ortweb pages replaced (3)*"])
+
+
+_SHARED_A = '''
+import pytest
+from ortweb.testing import run_in_browser
+
+
+@run_in_browser
+def test_leaves_a_file(ortweb_page):
+    open("/tmp/left-by-a", "w").write("a")
+
+
+def test_boots_one_page(ortweb_module_page):
+    assert ortweb_module_page.boots == 1
+'''
+
+_SHARED_B = '''
+import pytest
+from ortweb.testing import run_in_browser
+
+
+@run_in_browser
+def left(ortweb_page):
+    import os
+    return os.path.exists("/tmp/left-by-a")
+
+
+def test_another_module_gets_the_same_page(ortweb_page, ortweb_module_page):
+    assert left(ortweb_page)
+    assert ortweb_module_page.boots == 1
+
+
+@pytest.mark.ortweb_fresh_page
+def test_a_fresh_page_is_one_no_test_used(ortweb_page, ortweb_module_page):
+    assert not left(ortweb_page)
+    assert ortweb_module_page.boots == 2
+    # Asked for, not a mess: nothing listed.
+    assert ortweb_module_page.discarded == []
+'''
+
+
+@pytest.mark.browser
+def test_modules_share_one_page_unless_a_test_asks_for_a_fresh_one(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_shared_a=textwrap.dedent(_SHARED_A),
+                        test_shared_b=textwrap.dedent(_SHARED_B))
+    result = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider", "-p", "no:xdist",
+                                           timeout=600)
+    result.assert_outcomes(passed=4)
+    assert "ortweb pages replaced" not in result.stdout.str()

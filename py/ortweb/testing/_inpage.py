@@ -166,14 +166,106 @@ def _format_explanation(explanation: str) -> str:
 # -- page state ----------------------------------------------------------------------
 
 
-def reset(providers: list[str] | None) -> None:
-    """Start a test from a known state: home directory, default providers, no garbage."""
+def reset(providers: list[str] | None) -> dict[str, int]:
+    """Start a test from a known state: home directory, default providers.
+
+    Returns what is alive at its start (see :func:`tidy`): sessions and GPU values
+    or buffers that a module's fixture made before the test are not the test's.
+    """
     os.makedirs(HOME, exist_ok=True)
     os.chdir(HOME)
     import ortweb
 
     ortweb.set_default_providers(providers)
+    from ortweb import _bridge
+
+    return _alive(_bridge.meters())
+
+
+def _alive(meters: dict[str, Any]) -> dict[str, int]:
+    from ortweb import _bridge
+
+    stats = _bridge.stats()
+    return {"sessions": stats["sessions"], "values": stats["values"]["gpu"],
+            "buffers": meters["gpuBuffers"]}
+
+
+#: Modules whose functions and classes a test must not leave replaced (monkeypatched):
+#: these top-level names and their submodules (numpy: its top level only).
+WATCHED = ("ortweb", "onnxruntime", "os", "sys", "json", "asyncio", "builtins")
+
+_clean: dict[str, Any] = {}
+
+
+def _callables() -> dict[str, int]:
+    """``module.name`` → id of each function and class of the watched modules."""
+    out: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        top = name.split(".")[0]
+        if module is None or not (top in WATCHED or name == "numpy"):
+            continue
+        for attr, value in list(vars(module).items()):
+            if callable(value) and not attr.startswith("__"):
+                out[f"{name}.{attr}"] = id(value)
+    return out
+
+
+def _settings() -> dict[str, Any]:
+    from ortweb import _bridge
+
+    settings = dict(_bridge.settings())
+    settings.pop("defaultProviders", None)  # reset() sets it for every test
+    return settings
+
+
+def remember() -> None:
+    """Take the page's state now (just booted) as the one every test starts from."""
+    import ortweb  # noqa: F401  (its modules are watched from the start)
+
+    _clean.update(path=list(sys.path), environ=dict(os.environ), settings=_settings(),
+                  callables=_callables())
+
+
+async def tidy(start: dict[str, int] | None = None) -> list[str]:
+    """After a test: undo what can be undone, and say what cannot.
+
+    The working directory, ``sys.path`` and ``os.environ`` are set back. What a test
+    left alive or replaced (a session, an ortweb tensor, a GPU buffer, the bridge's
+    settings, a function or class of a watched module) cannot be undone from here:
+    it is returned, and the host gives the next test a new page. ``start``: what
+    :func:`reset` found alive when the test began (default: nothing).
+    """
+    from ortweb import _bridge
+
+    os.makedirs(HOME, exist_ok=True)
+    os.chdir(HOME)
+    if not _clean:
+        return []
+    sys.path[:] = _clean["path"]
+    if dict(os.environ) != _clean["environ"]:
+        os.environ.clear()
+        os.environ.update(_clean["environ"])
     gc.collect()
+    now = _alive(await _bridge.settled_meters("ortweb.testing"))
+    before = start or {}
+    added = {key: value - before.get(key, 0) for key, value in now.items()}
+    left = []
+    if added["sessions"] > 0:
+        left.append(f"{added['sessions']} inference session(s) still open")
+    if added["values"] > 0:
+        left.append(f"{added['values']} ortweb GPU value(s) still alive")
+    if added["buffers"] > 0:
+        left.append(f"{added['buffers']} GPU buffer(s) not destroyed")
+    settings = _settings()
+    if settings != _clean["settings"]:
+        left.append(f"the bridge's settings changed: {settings} (were {_clean['settings']})")
+    callables = _callables()
+    patched = sorted(name for name, ident in _clean["callables"].items()
+                     if callables.get(name) != ident)
+    if patched:
+        left.append("replaced or deleted: " + ", ".join(patched[:5])
+                    + (f" and {len(patched) - 5} more" if len(patched) > 5 else ""))
+    return left
 
 
 def unpack(archive: str) -> list[str]:

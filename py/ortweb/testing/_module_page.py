@@ -58,6 +58,10 @@ def _zip_package(path: Path) -> tuple[bytes, str | None]:
     return buffer.getvalue(), mirrored
 
 
+#: Why pages of this process were replaced, in order (the run's summary lists them).
+REPLACED: list[str] = []
+
+
 class ModulePage(PageKeeper):
     """A test module's page, booted on first use and replaced when it breaks.
 
@@ -102,6 +106,9 @@ class ModulePage(PageKeeper):
         self._downloads: dict[str, Any] = {}
         self._maps: list[tuple[str, str]] = []
         self._files = 0
+        #: What :meth:`put_file` wrote (served name, path in the page): written again
+        #: into a page booted to replace one, so the module's files outlive it.
+        self._put: list[tuple[str, str]] = []
 
     # -- life cycle ------------------------------------------------------------------
 
@@ -123,6 +130,8 @@ class ModulePage(PageKeeper):
                 "del _m\n",
                 filename="<ortweb-testing boot>",
             )
+            page.run_python("import _ortweb_testing\n_ortweb_testing.remember()",
+                            filename="<ortweb-testing boot>")
             where = page.run_json(
                 "import json, _ortweb_testing\njson.dumps(_ortweb_testing.where())"
             )
@@ -145,11 +154,25 @@ class ModulePage(PageKeeper):
             if self._wheels is not None:
                 page.install_wheels(self._wheels.wheels, [], self._folder, self._prefix,
                                     self._wheels.lock_packages)
+            for served, put_path in self._put:
+                page.write_file(self._prefix + served, put_path)
         except BaseException:
             page.close()
             raise
         self._maps = maps
         return page
+
+    def discard(self, reason: str) -> None:
+        """Close the page (broken, or left in a state a test must not find); the next
+        use boots a new one."""
+        REPLACED.append(reason)
+        super().discard(reason)
+
+    def renew(self, reason: str) -> None:
+        """Close the page if one is open, for a test that asked for a fresh one: the
+        next use boots a new one (not counted as replaced)."""
+        del reason  # asked for, not a fault: nothing to list
+        self._drop()
 
     def close(self) -> None:
         """Close the page and the folder shared with it."""
@@ -161,17 +184,23 @@ class ModulePage(PageKeeper):
     # -- files ---------------------------------------------------------------------
 
     def put_file(self, name: str, data: bytes | str | Path) -> str:
-        """Write ``data`` (bytes, or a host file's path) to ``/home/pyodide/<name>`` in the page."""
+        """Write ``data`` (bytes, or a host file's path) to ``/home/pyodide/<name>`` in the page.
+
+        The file is kept on the host while this object lives, and written again into
+        any page booted to replace this one.
+        """
         if isinstance(data, str | Path):
             data = Path(data).read_bytes()
         self._files += 1
         served = f"f{self._files}-{uuid.uuid4().hex[:8]}"
         (self._folder / served).write_bytes(data)
+        path = name if name.startswith("/") else f"{_inpage.HOME}/{name}"
         try:
-            path = name if name.startswith("/") else f"{_inpage.HOME}/{name}"
             self.pyodide_page.write_file(self._prefix + served, path)
-        finally:
+        except BaseException:
             (self._folder / served).unlink()
+            raise
+        self._put.append((served, path))
         return path
 
     def map_file(self, filename: str) -> str:

@@ -52,9 +52,10 @@ class OrtwebPage:
         capture = self._pyodide_page.capture
         self._marks = (len(capture.console), len(capture.errors), len(capture.blocked))
         module_page.scope(True)
-        self._check(self.module_page.run_code(
-            f"__import__('_ortweb_testing').reset({providers!r})", "<ortweb-testing reset>",
-            self._remaining(), self.timeout,
+        #: What was alive in the page when the test began (``_inpage.reset``).
+        self._alive = self._check(self.module_page.run_code(
+            f"import json\njson.dumps(__import__('_ortweb_testing').reset({providers!r}))",
+            "<ortweb-testing reset>", self._remaining(), self.timeout,
         ))
 
     # -- what happened during this test ----------------------------------------------
@@ -230,8 +231,12 @@ class OrtwebPage:
     # -- reporting -----------------------------------------------------------------
 
     def finish(self) -> None:
-        """End of the test: its globals go, and the page's default providers are restored.
+        """End of the test: its globals go, the page is tidied for the next test.
 
+        The working directory, ``sys.path``, ``os.environ`` and the default providers
+        are set back. A page the test left a session, a tensor, a GPU buffer, changed
+        bridge settings or a replaced function in (see ``_inpage.tidy``) is closed,
+        and the next test gets a new one (:attr:`ModulePage.discarded` says why).
         Tests that use the module's page directly (not through ``ortweb_page``) then
         find it as it was booted.
         """
@@ -239,13 +244,18 @@ class OrtwebPage:
             return
         try:
             self.module_page.scope(False)
-            if self.providers is not None:
-                result = self.module_page.run_code(
-                    "__import__('_ortweb_testing').reset(None)", "<ortweb-testing reset>", 60.0
-                )
-                self._check(result)
+            left = self._check(self.module_page.run_code(
+                "import json, _ortweb_testing\n_ortweb_testing.reset(None)\n"
+                f"json.dumps(await _ortweb_testing.tidy(json.loads({self._alive!r})))",
+                "<ortweb-testing tidy>", 60.0))
         except Exception as exc:
             self.module_page.discard(f"could not be restored after a test: {exc}")
+            return
+        import json
+
+        mess = json.loads(left)
+        if mess:
+            self.module_page.discard(f"{self._request.node.nodeid} left {'; '.join(mess)}")
 
     def report_sections(self, failed: bool, artifacts: Path | None, nodeid: str
                         ) -> list[tuple[str, str]]:

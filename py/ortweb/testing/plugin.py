@@ -106,6 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "webgpu: needs a WebGPU adapter in the browser; skips with the reason "
                    "when there is none (ortweb.testing)")
     config.addinivalue_line(
+        "markers", "ortweb_fresh_page: the test gets a page no earlier test has used "
+        "(booted for it) instead of the shared one")
+    config.addinivalue_line(
         "markers", "ortweb_timeout(seconds): how long the test may spend in the browser "
                    "(ortweb.testing; default --ortweb-timeout)")
     _options(config)  # bad option values stop the run here, before any browser starts
@@ -231,6 +234,12 @@ class _BrowserSummary:
                 self.seen[str(worker)] = str(value)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from ._module_page import REPLACED
+
+        if REPLACED:
+            terminalreporter.write_sep("-", f"ortweb pages replaced ({len(REPLACED)})")
+            for reason in REPLACED:
+                terminalreporter.write_line(f"ortweb: {reason}")
         if self.seen:
             terminalreporter.write_sep("-", "ortweb browsers")
             for worker, line in sorted(self.seen.items()):
@@ -340,11 +349,9 @@ def _ortweb_artifacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     return tmp_path_factory.getbasetemp() / "ortweb-artifacts"
 
 
-@pytest.fixture(scope="module")
-def ortweb_module_page(request: pytest.FixtureRequest, ortweb_runtime: Runtime
-                       ) -> Iterator[ModulePage]:
-    """This module's page: Pyodide + numpy + ortweb (+ ``ortweb_packages``, ``ortweb_wheels``),
-    booted once."""
+@pytest.fixture(scope="session")
+def _ortweb_shared_page(request: pytest.FixtureRequest, ortweb_runtime: Runtime
+                        ) -> Iterator[ModulePage]:
     options = _options(request.config)
     page = ModulePage(ortweb_runtime, webgpu_build=options.webgpu_build,
                       packages=options.packages, wheels=options.wheels)
@@ -352,6 +359,16 @@ def ortweb_module_page(request: pytest.FixtureRequest, ortweb_runtime: Runtime
         yield page
     finally:
         page.close()
+
+
+@pytest.fixture(scope="module")
+def ortweb_module_page(_ortweb_shared_page: ModulePage) -> ModulePage:
+    """The page this module's tests share: Pyodide + numpy + ortweb (+ ``ortweb_packages``,
+    ``ortweb_wheels``), booted once per pytest process (per xdist worker) and shared by
+    the tests of every module, tidied after each test and replaced when a test left what
+    cannot be undone (see ``ortweb_page``) or asked for a fresh page
+    (``@pytest.mark.ortweb_fresh_page``)."""
+    return _ortweb_shared_page
 
 
 def _timeout(request: pytest.FixtureRequest, options: _Options) -> float:
@@ -383,6 +400,8 @@ def ortweb_page(request: pytest.FixtureRequest, ortweb_module_page: ModulePage,
         providers = [request.getfixturevalue("ortweb_providers")]
     elif options.explicit_providers:
         providers = list(options.providers)
+    if request.node.get_closest_marker("ortweb_fresh_page") is not None:
+        ortweb_module_page.renew(f"{request.node.nodeid} asked for a fresh page")
     page = OrtwebPage(ortweb_module_page, providers=providers,
                       timeout=_timeout(request, options), request=request)
     request.node.stash[_PAGE_KEY] = page
