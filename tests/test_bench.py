@@ -127,3 +127,17 @@ def test_timed_pages_go_unrouted_like_their_anchors(ortweb_runtime) -> None:
         assert routed.run_python("1 + 1") == 2
         assert any(u.endswith("runner.html") or "runner.html?" in u
                    for u in routed.capture.requests), routed.capture.requests[:5]
+
+
+def test_harness_section_times_tests_on_the_shared_page_and_on_fresh_ones(ortweb_runtime
+                                                                          ) -> None:
+    plan = bench.Plan(harness_reps=1, harness_tests=6, harness_fresh=2)
+    data = bench.run_bench(ortweb_runtime, plan, sections=["harness"], log=print)
+    figures = data["figures"]
+    first, per_test = figures["harness_first_page_s"], figures["harness_per_test_ms"]
+    fresh = data["details"]["harness_fresh_page_per_test_ms"]
+    assert first["n"] == 1 and per_test["n"] == 5 and fresh["n"] == 2
+    # A test on the shared page costs a round of resets, not a page boot.
+    assert 0 < per_test["median"] < fresh["min"], (per_test, fresh)
+    assert first["median"] * 1000 > per_test["median"]
+    assert data["details"]["harness_fresh_over_reused"]["median"] > 1

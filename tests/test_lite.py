@@ -40,7 +40,7 @@ from ortweb.host.build.lite import (
     pyodide_closure,
 )
 from ortweb.host.serve import StaticServer
-from ortweb.testing import samples
+from ortweb.testing import run_in_browser, samples
 from wheelmaker import tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -365,53 +365,50 @@ def test_lite_errors_are_host_errors(tmp_path: Path) -> None:
 
 # -- the bridge installing itself (what the kernel's worker relies on) --------------------
 
-_SELF_INSTALL = """
-import json
+@run_in_browser
+async def _self_install(ortweb_page, model):
+    import js
+    import numpy as np
+    from pyodide.ffi import to_js
 
-import js
-import numpy as np
-from pyodide.ffi import to_js
+    import ortweb
+    from ortweb import _bridge
 
-import ortweb
-from ortweb import _bridge
+    page_bridge = js.globalThis.ortwebBridge
 
-page_bridge = js.globalThis.ortwebBridge
+    def configure(url):
+        js.globalThis.ortwebConfig = to_js({"bridgeURL": url},
+                                           dict_converter=js.Object.fromEntries)
 
-
-def configure(url):
-    js.globalThis.ortwebConfig = to_js({"bridgeURL": url}, dict_converter=js.Object.fromEntries)
-
-
-out = {}
-try:
-    js.Reflect.deleteProperty(js.globalThis, "ortwebBridge")
-    configure("/bridge/missing.js")
+    out = {}
     try:
-        await _bridge.ensure_bridge()
-    except ortweb.OrtWebError as exc:
-        out["missing"] = str(exc)
-    configure("/bridge/index.js")  # relative: resolved against the page's URL
-    out["url"] = _bridge.bridge_url()
-    bridge = await _bridge.ensure_bridge()  # a failed import is retried
-    out["installed"] = bridge == js.globalThis.ortwebBridge and bridge != page_bridge
-    sess = await ortweb.InferenceSession.create(MODEL, providers=["wasm"])
-    (y,) = await sess.run_async(None, {"x": np.ones((2, 64), np.float32)})
-    await sess.close_async()
-    out["y"] = y.tolist()
-    js.Reflect.deleteProperty(js.globalThis, "ortwebBridge")
-    out["sync"] = _bridge.get_bridge().version  # waits for the import through JSPI
-    out["sync_installed"] = js.globalThis.ortwebBridge is not None
-finally:
-    js.globalThis.ortwebBridge = page_bridge
-    js.Reflect.deleteProperty(js.globalThis, "ortwebConfig")
-json.dumps(out)
-"""
+        js.Reflect.deleteProperty(js.globalThis, "ortwebBridge")
+        configure("/bridge/missing.js")
+        try:
+            await _bridge.ensure_bridge()
+        except ortweb.OrtWebError as exc:
+            out["missing"] = str(exc)
+        configure("/bridge/index.js")  # relative: resolved against the page's URL
+        out["url"] = _bridge.bridge_url()
+        bridge = await _bridge.ensure_bridge()  # a failed import is retried
+        out["installed"] = bridge == js.globalThis.ortwebBridge and bridge != page_bridge
+        sess = await ortweb.InferenceSession.create(model, providers=["wasm"])
+        (y,) = await sess.run_async(None, {"x": np.ones((2, 64), np.float32)})
+        await sess.close_async()
+        out["y"] = y.tolist()
+        js.Reflect.deleteProperty(js.globalThis, "ortwebBridge")
+        out["sync"] = _bridge.get_bridge().version  # waits for the import through JSPI
+        out["sync_installed"] = js.globalThis.ortwebBridge is not None
+    finally:
+        js.globalThis.ortwebBridge = page_bridge
+        js.Reflect.deleteProperty(js.globalThis, "ortwebConfig")
+    return out
 
 
-def test_bridge_installs_itself_from_the_configured_url(ortweb_module_page: Any,
+def test_bridge_installs_itself_from_the_configured_url(ortweb_page: Any,
                                                         ortweb_runtime: Any) -> None:
-    model = ortweb_module_page.put_file("mlp.onnx", samples.mlp_model())
-    out = ortweb_module_page.pyodide_page.run_json(_SELF_INSTALL.replace("MODEL", repr(model)))
+    model = ortweb_page.put_file("mlp.onnx", samples.mlp_model())
+    out = _self_install(ortweb_page, model)
     base = ortweb_runtime.server.url
     missing = f"{base}bridge/missing.js"
     assert out["missing"].startswith(f"cannot import the ortweb bridge from {missing}: ")

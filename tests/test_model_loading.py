@@ -199,6 +199,13 @@ async def _load_path_watching_the_heap(ortweb_page, path, idx):
     return grown, y
 
 
+@run_in_browser
+def _remove(ortweb_page, path):
+    import os
+
+    os.remove(path)
+
+
 @pytest.mark.browser
 def test_a_300_mib_model_by_path_is_read_once_outside_pythons_heap(ortweb_page, big):
     # Pyodide's file system keeps files in JavaScript: read once from there into one
@@ -207,7 +214,7 @@ def test_a_300_mib_model_by_path_is_read_once_outside_pythons_heap(ortweb_page, 
     try:
         grown, y = _load_path_watching_the_heap(ortweb_page, path, IDX)
     finally:
-        ortweb_page.run_python(f"import os; os.remove({path!r})")
+        _remove(ortweb_page, path)
     size = big.stat().st_size
     assert grown < size // 20, f"Pyodide's heap grew by {grown} bytes for a {size}-byte model"
     np.testing.assert_array_equal(y, _native(big, IDX))

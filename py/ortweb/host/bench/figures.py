@@ -21,7 +21,7 @@ __all__ = [
     "verdict",
 ]
 
-SECTIONS = ("bridge", "transfer", "chain", "threads", "cold", "large", "site")
+SECTIONS = ("bridge", "transfer", "chain", "threads", "cold", "large", "site", "harness")
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,10 @@ GOALS: dict[str, Goal] = {
                                          "ms", "<=", 50),
     "site_worker_call_extra_ms": Goal("median window.ortweb.call of a tiny model, worker - "
                                       "main thread, side by side", "ms", "<=", 0.3),
+    "harness_first_page_s": Goal("ortweb.testing: first trivial browser test of a pytest "
+                                 "process (browser and page included)", "s", "<=", 1.0),
+    "harness_per_test_ms": Goal("ortweb.testing: each later trivial browser test", "ms",
+                                "<=", 50),
 }
 FIXED_KEYS = tuple(GOALS)
 

@@ -39,6 +39,11 @@ class Plan:
     site_reps: int = 5
     site_seconds: float = 10.0
     site_calls: int = 200
+    #: The harness section: pytest runs, trivial tests on the shared page in each, and
+    #: tests with a fresh page each.
+    harness_reps: int = 3
+    harness_tests: int = 40
+    harness_fresh: int = 5
 
     @classmethod
     def quick(cls) -> Plan:
@@ -46,7 +51,8 @@ class Plan:
         return cls(bridge_pairs=5, tiny_k=100, resnet_k=2, resnet_pairs=6, transfer_pairs=4,
                    chain_pairs=3, chain_k={1: 2, 16: 1}, threads_reps=3, threads_k=2,
                    cold_reps=2, large_reps=2, large_webgpu=False, large_over2g_mib=0,
-                   site_reps=2, site_seconds=5.0)
+                   site_reps=2, site_seconds=5.0, harness_reps=1, harness_tests=20,
+                   harness_fresh=3)
 
     def transfer_k(self, mb: int) -> int:
         """Transfers per block at ``mb`` MiB: more of the small ones, at least 2."""

@@ -16,6 +16,7 @@ from ...testing.samples import matmul_relu_model
 from ..browser import Runtime
 from . import sections as sec
 from .figures import FIXED_KEYS, GOALS, SECTIONS, Recorder
+from .harness import harness
 from .large import large
 from .models import folded_resnet50, unary_model
 from .pages import bench_page
@@ -100,6 +101,8 @@ def run_bench(
         details += large(runtime, plan, rec, say, notes)
     if "site" in sections:
         details += site(runtime, plan, rec, say, notes)
+    if "harness" in sections:
+        details += harness(plan, rec, say, runtime.browser.executable)
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
