@@ -22,11 +22,14 @@ __all__ = ["aerror", "error", "gpu_buffer", "install_in_page", "webgpu_device"]
 
 
 def install_in_page(module_page: Any, *also: str | Path) -> Any:
-    """Add this file (and the modules ``also``) to the packages of a module page
-    (``ortweb.testing.ModulePage``) that has not booted yet."""
-    assert not module_page.alive, "the page booted before pagecode.py was added to it"
-    for path in (__file__, *also):
-        module_page.packages.append(Path(path).resolve())
+    """Add this file (and the modules ``also``) to the packages of the shared page
+    (``ortweb.testing.ModulePage``); a page already booted without them is renewed,
+    so the next test gets one with them (later modules keep them)."""
+    new = [path for path in (Path(p).resolve() for p in (__file__, *also))
+           if path not in module_page.packages]
+    if new:
+        module_page.packages.extend(new)
+        module_page.renew("pagecode.py added to the page's packages")
     return module_page
 
 
