@@ -29,7 +29,7 @@ def install_in_page(module_page: Any, *also: str | Path) -> Any:
            if path not in module_page.packages]
     if new:
         module_page.packages.extend(new)
-        module_page.renew("pagecode.py added to the page's packages")
+        module_page.renew()
     return module_page
 
 

@@ -380,7 +380,7 @@ async def _self_install(ortweb_page, model):
         js.globalThis.ortwebConfig = to_js({"bridgeURL": url},
                                            dict_converter=js.Object.fromEntries)
 
-    out = {}
+    out: dict[str, object] = {}
     try:
         js.Reflect.deleteProperty(js.globalThis, "ortwebBridge")
         configure("/bridge/missing.js")

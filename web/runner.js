@@ -86,7 +86,6 @@ w.ortwebReady = (async () => {
     }
     pyodide ??= await bootPyodide(boot);
     w.pyodide = pyodide;
-    w.ortwebBootedFrom = bootedFrom;
     status.textContent = 'ready';
     return { ok: true, bootedFrom };
   } catch (err) {

@@ -168,10 +168,9 @@ class ModulePage(PageKeeper):
         REPLACED.append(reason)
         super().discard(reason)
 
-    def renew(self, reason: str) -> None:
+    def renew(self) -> None:
         """Close the page if one is open, for a test that asked for a fresh one: the
-        next use boots a new one (not counted as replaced)."""
-        del reason  # asked for, not a fault: nothing to list
+        next use boots a new one (asked for, not a fault: not counted as replaced)."""
         self._drop()
 
     def close(self) -> None:

@@ -401,7 +401,7 @@ def ortweb_page(request: pytest.FixtureRequest, ortweb_module_page: ModulePage,
     elif options.explicit_providers:
         providers = list(options.providers)
     if request.node.get_closest_marker("ortweb_fresh_page") is not None:
-        ortweb_module_page.renew(f"{request.node.nodeid} asked for a fresh page")
+        ortweb_module_page.renew()
     page = OrtwebPage(ortweb_module_page, providers=providers,
                       timeout=_timeout(request, options), request=request)
     request.node.stash[_PAGE_KEY] = page
