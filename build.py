@@ -74,8 +74,37 @@ def run(cmd: list[str], **kw: Any) -> None:
     subprocess.run(cmd, check=True, **kw)
 
 
-def load_manifest() -> dict[str, Any]:
-    return json.loads(MANIFEST.read_text())
+#: Names the onnxruntime-web version set-up unpacks, one of those assets.lock.json
+#: pins; unset, the first pinned.
+ORT_WEB_SETTING = "ORTWEB_ONNXRUNTIME_WEB"
+
+
+def load_manifest(every_pin: bool = False) -> dict[str, Any]:
+    """assets.lock.json; its npm list holds one entry per package (the onnxruntime-web
+    that ``$ORTWEB_ONNXRUNTIME_WEB`` chooses) unless ``every_pin``."""
+    manifest: dict[str, Any] = json.loads(MANIFEST.read_text())
+    if not every_pin:
+        manifest["npm"] = chosen_npm(manifest["npm"], os.environ.get(ORT_WEB_SETTING, ""))
+    return manifest
+
+
+def chosen_npm(pins: list[dict[str, Any]], ort_web: str = "") -> list[dict[str, Any]]:
+    """One pin per npm package: for onnxruntime-web the version ``ort_web`` names (the
+    first pinned when empty), for every other package its only pin."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for pkg in pins:
+        by_name.setdefault(pkg["name"], []).append(pkg)
+    chosen = []
+    for name, versions in by_name.items():
+        wanted = ort_web if name == "onnxruntime-web" else ""
+        found = [p for p in versions if p["version"] == wanted] if wanted else versions[:1]
+        if not found:
+            raise SetupError(
+                f"{ORT_WEB_SETTING}={wanted} is not a pinned onnxruntime-web version; "
+                f"assets.lock.json pins {', '.join(p['version'] for p in versions)}"
+            )
+        chosen.append(found[0])
+    return chosen
 
 
 # -- virtual environment ---------------------------------------------------------------
@@ -309,7 +338,7 @@ def make_runner_snapshot() -> str:
 
 def write_manifest() -> None:
     """Recompute the per-file sha256 of the pinned npm packages (maintainers only)."""
-    manifest = load_manifest()
+    manifest = load_manifest(every_pin=True)
     for pkg in manifest["npm"]:
         tgz = fetch_npm(pkg)
         dest = extract_npm({**pkg, "files": {}}, tgz)
@@ -388,8 +417,8 @@ QUICK = [
     *(f"tests/test_{name}.py" for name in (
         "acceptance_property", "bench_units", "conformance_units", "convert", "devices",
         "dtypes", "errors", "native", "onnxruntime_wheel", "options", "ortvalue_native_api",
-        "packages", "provider_options", "pyodide_version", "samples", "server", "validate",
-        "wheel")),
+        "packages", "provider_options", "pyodide_version", "samples", "server", "setup_pins",
+        "validate", "wheel")),
     "tests/test_browser_models.py::test_identity_every_dtype[2x3-tensor(float)-wasm]",
 ]
 

@@ -12,6 +12,7 @@ import math
 import pytest
 
 from ortweb.host import bench
+from versions import ORT_WEB
 
 
 @pytest.mark.browser
@@ -28,7 +29,7 @@ def test_small_bench_reports_every_fixed_key(ortweb_runtime, tmp_path) -> None:
     meta = data["meta"]
     assert meta["machine"]["cpu_count"] >= 1 and meta["browser"].startswith("Chromium")
     assert meta["versions"]["pyodide"] == "0.27.7"
-    assert meta["versions"]["onnxruntime-web"] == "1.30.0"
+    assert meta["versions"]["onnxruntime-web"] == ORT_WEB
 
     extra = data["figures"]["bridge_extra_ms_tiny"]
     assert extra["n"] == 2 and extra["min"] <= extra["median"] <= extra["max"]

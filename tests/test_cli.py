@@ -16,6 +16,7 @@ from ortweb.host.build.assets import find_assets
 from ortweb.host.inputs import load_npz, save_npz
 from ortweb.host.native import run_native
 from ortweb.testing import samples
+from versions import ORT_WEB
 from wheelmaker import make_wheel, tiny_wheels
 
 pytestmark = pytest.mark.browser
@@ -33,7 +34,7 @@ def test_version():
     assert result.returncode == 0, result.stderr
     lines = dict(line.split(" ", 1) for line in result.stdout.strip().splitlines())
     assert lines["pyodide"] == "0.27.7"
-    assert lines["onnxruntime-web"] == "1.30.0"
+    assert lines["onnxruntime-web"] == ORT_WEB
     assert lines["ortweb"]
     assert "Chromium" in lines["chromium"]
 
@@ -264,7 +265,7 @@ def test_exec_wheel_requiring_onnxruntime_gets_the_drop_in(tmp_path):
     (tmp_path / "app.py").write_text("import usesort\nprint('ort', usesort.VERSION)\n")
     result = ortweb("exec", str(tmp_path / "app.py"), "--wheel", str(wheel))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "ort 1.30.0" in result.stdout
+    assert f"ort {ORT_WEB}" in result.stdout
     assert BLOCKED not in result.stderr
 
 

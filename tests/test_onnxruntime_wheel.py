@@ -38,9 +38,13 @@ COMPAT = ROOT / "py" / "onnxruntime_compat" / "onnxruntime"
 BEGIN, END = "<!-- onnxruntime-compat:begin -->", "<!-- onnxruntime-compat:end -->"
 
 
-def _ort_web_version() -> str:
+def _ort_web_versions() -> list[str]:
     manifest = json.loads((ROOT / "assets.lock.json").read_text())
-    return next(p["version"] for p in manifest["npm"] if p["name"] == "onnxruntime-web")
+    return [p["version"] for p in manifest["npm"] if p["name"] == "onnxruntime-web"]
+
+
+def _ort_web_version() -> str:
+    return _ort_web_versions()[0]  # the default pin
 
 
 VERSION = _ort_web_version()
@@ -73,9 +77,20 @@ def _read(path: Path, name: str) -> bytes:
 def test_name_and_version_are_onnxruntime_web_s(wheel: Path) -> None:
     assert wheel.name == f"onnxruntime-{VERSION}-py3-none-any.whl" == (
         "onnxruntime-1.30.0-py3-none-any.whl")
+    assert b'__version__ = "1.30.0"' in _read(wheel, "onnxruntime/_version.py")
     # Common requirements of projects that use onnxruntime hold.
     for spec in (">=1.17", ">=1.16.0,<2", "~=1.30"):
         assert VERSION in SpecifierSet(spec), spec
+
+
+def test_the_other_pinned_onnxruntime_web_names_the_wheel(tmp_path: Path) -> None:
+    # ORTWEB_ONNXRUNTIME_WEB=1.31.1 set-up: the drop-in says the version it runs on.
+    assert _ort_web_versions() == ["1.30.0", "1.31.1"]
+    other = build_compat_wheel(COMPAT, tmp_path, "1.31.1")
+    assert other.name == "onnxruntime-1.31.1-py3-none-any.whl"
+    assert b'__version__ = "1.31.1"' in _read(other, "onnxruntime/_version.py")
+    meta = Parser().parsestr(_read(other, "onnxruntime-1.31.1.dist-info/METADATA").decode())
+    assert meta["Version"] == "1.31.1"
 
 
 def test_contents_are_the_drop_in_only(wheel: Path) -> None:
@@ -120,9 +135,8 @@ def test_reproducible(tmp_path: Path, wheel: Path) -> None:
 
 
 def test_version_line_matches_onnxruntime_web() -> None:
-    source = (COMPAT / "__init__.py").read_text()
-    assert f'__version__ = "{VERSION}"' in source
-    assert f'ORT_WEB_VERSION = "{VERSION}"' in (COMPAT / "_api.py").read_text()
+    # The source's default is the default pin (the wheel builder writes the one set up).
+    assert f'__version__ = "{VERSION}"' in (COMPAT / "_version.py").read_text()
 
 
 # -- the lock -------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from ortweb.host.browser import PyodidePage, Runtime
 from ortweb.host.native import run_native
 from ortweb.host.serve import StaticServer
 from ortweb.testing import run_in_browser, samples
+from versions import ORT_WEB
 
 pytestmark = pytest.mark.browser
 
@@ -258,7 +259,7 @@ def test_runtime_info_isolated_page(other_page):
     assert info["cross_origin_isolated"] is True
     # Isolated: a new count after the runtime started does not reach it; say so.
     assert [w for w in later if "keep their thread count" in w], later
-    assert info["onnxruntime_web"] == "1.30.0"
+    assert info["onnxruntime_web"] == ORT_WEB
     assert info["webgpu_build"] == "native"
     assert info["simd"] is True
     assert used == 2 and info["builds"]["wasm"]["numThreads"] == 2

@@ -42,6 +42,7 @@ from ortweb.host.sitepage import SiteContext, SiteFailure, cdn_mirror
 from ortweb.testing import samples
 from test_real_packages import SCRIPTS, assert_same_output, run_native
 from test_real_packages import wheels as pinned_wheels
+from versions import ORT_WEB
 from wheelmaker import make_wheel, tiny_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -399,12 +400,12 @@ def test_cdn_site_is_light_and_pinned(inputs: dict[str, Path], tmp_path: Path) -
     assets = find_assets()
     assert not (site / "ort").exists()
     assert sorted(p.name for p in (site / "pyodide").iterdir()) == [
-        "onnxruntime-1.30.0-py3-none-any.whl", "ortweb-0.1.0-py3-none-any.whl",
+        f"onnxruntime-{ORT_WEB}-py3-none-any.whl", "ortweb-0.1.0-py3-none-any.whl",
         "pyodide-lock.json"]
     assert _manifest(site)["total_size"] < 1_000_000
     config = _config(site)
     pyodide_cdn = CDN_PYODIDE.format(version="0.27.7")
-    ort_cdn = CDN_ORT.format(version="1.30.0")
+    ort_cdn = CDN_ORT.format(version=ORT_WEB)
     assert config["pyodide"]["indexURL"] == pyodide_cdn and config["ortBaseURL"] == ort_cdn
     by_url = {a["url"]: a for a in config["assets"]}
     wasm = by_url[pyodide_cdn + "pyodide.asm.wasm"]
@@ -640,7 +641,7 @@ def _mirror():
     return cdn_mirror({
         CDN_PYODIDE.format(version="0.27.7"): assets.root / "build" / "npm" / "pyodide",
         CDN_PYODIDE_PACKAGES.format(version="0.27.7"): assets.pyodide,
-        CDN_ORT.format(version="1.30.0"): assets.ort,
+        CDN_ORT.format(version=ORT_WEB): assets.ort,
     })
 
 
@@ -741,7 +742,7 @@ def test_site_script_imports_onnxruntime(browser: Browser, tmp_path: Path) -> No
     sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     x = np.random.default_rng(7).standard_normal((3, 64)).astype(np.float32)
     (want,) = sess.run(None, {"x": x})
-    assert lines["ORT"] == '1.30.0 ["CPUExecutionProvider"]'
+    assert lines["ORT"] == f'{ORT_WEB} ["CPUExecutionProvider"]'
     assert json.loads(lines["IO"]) == [
         [a.name, a.type, a.shape] for a in sess.get_inputs() + sess.get_outputs()]
     np.testing.assert_allclose(np.asarray(json.loads(lines["Y"]), np.float32), want,

@@ -30,6 +30,7 @@ def test_block_on_drives_every_kind_of_await(ortweb_page):
 
     from pyodide.code import run_js
 
+    import ortweb
     from ortweb import _bridge
 
     later = run_js("(v, ms) => new Promise((ok) => setTimeout(() => ok(v), ms))")
@@ -60,7 +61,7 @@ def test_block_on_drives_every_kind_of_await(ortweb_page):
     steps = _bridge.block_on(body())
     assert steps[:4] == ["sleep0", "sleep10ms", 7, "future"]
     assert list(steps[4]) == [2, 3]
-    assert steps[5] == "1.30.0"
+    assert steps[5] == ortweb.runtime_info()["onnxruntime_web"]
     assert "RangeError" in steps[6] and "from JS" in steps[6], steps[6]
 
     async def raises():
@@ -196,6 +197,7 @@ async def test_fast_event_loop_can_be_turned_off(ortweb_page):
     from pyodide import webloop
     from pyodide.ffi import to_js
 
+    import ortweb
     from ortweb import _bridge
     from ortweb._bridge import _waiting
 
@@ -212,7 +214,8 @@ async def test_fast_event_loop_can_be_turned_off(ortweb_page):
         assert _bridge.bridge_wakeup() == "event-loop"
         assert _waiting._same_js(webloop.scheduleCallback, pyodide_js._api.scheduleCallback)
         # Calls still work, woken after a turn of the loop.
-        assert (await _bridge.call("versions", "wasm")).to_py()["ort"] == "1.30.0"
+        assert (await _bridge.call("versions", "wasm")).to_py()["ort"] == (
+            ortweb.runtime_info()["onnxruntime_web"])
         # Without the setting it is installed; a scheduler someone else set is kept.
         js.Reflect.deleteProperty(js.globalThis, "ortwebConfig")
         _waiting._event_loop = None

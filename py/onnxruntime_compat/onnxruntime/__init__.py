@@ -20,7 +20,6 @@ from ortweb import ExecutionMode, GraphOptimizationLevel, ModelMetadata, NodeArg
 
 from . import _api
 from ._api import (
-    ORT_WEB_VERSION,
     ExecutionOrder,
     InferenceSession,
     IOBinding,
@@ -44,9 +43,9 @@ from ._api import (
 )
 from ._compat_table import TABLE, status
 
-# The version is onnxruntime-web's, so requirements like `onnxruntime>=1.17` hold
-# (build's wheel.py reads this line).
-__version__ = "1.30.0"
+# The version is onnxruntime-web's, so requirements like `onnxruntime>=1.17` hold.
+from ._version import __version__
+
 version = __version__
 package_name = "onnxruntime"
 cuda_version = ""
@@ -61,8 +60,6 @@ for _name in TABLE:
 del _name
 
 from . import capi  # noqa: E402  (capi imports the names above)
-
-assert __version__ == ORT_WEB_VERSION
 
 __all__ = [
     "ExecutionMode",

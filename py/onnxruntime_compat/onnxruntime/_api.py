@@ -19,6 +19,7 @@ import ortweb
 from ortweb import errors as _errors
 
 from ._compat_table import TABLE, status
+from ._version import __version__
 
 __all__ = [
     "ALL_PROVIDERS",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 #: onnxruntime-web's version, the one this package runs on (and its own version).
-ORT_WEB_VERSION = "1.30.0"
+ORT_WEB_VERSION = __version__
 
 #: Native onnxruntime 1.32's ``get_all_providers()``, in its order.
 ALL_PROVIDERS = [

@@ -115,7 +115,8 @@ class Assets:
         """Rebuild the browser wheels (ortweb, the drop-in onnxruntime) and the lock
         when their sources changed."""
         return _wheel.refresh(self.package_dir,
-                              self.compat_dir if self.compat_dir.is_dir() else None, self.pyodide)
+                              self.compat_dir if self.compat_dir.is_dir() else None, self.pyodide,
+                              _wheel.ort_web_version(self.root))
 
 
 def find_assets() -> Assets:

@@ -38,11 +38,20 @@ _PYODIDE_MODULES: Final = ("pyodide.mjs", "pyodide.asm.js")
 
 
 def pinned_hashes(assets: Assets) -> dict[str, dict[str, str]]:
-    """npm package → file → sha256 from ``assets.lock.json`` (empty when absent)."""
+    """npm package → file → sha256 from ``assets.lock.json`` (empty when absent): of a
+    package pinned at several versions (onnxruntime-web), the version set-up unpacked."""
     lock = assets.root / "assets.lock.json"
     if not lock.is_file():
         return {}
-    return {pkg["name"]: pkg["files"] for pkg in json.loads(lock.read_text())["npm"]}
+    hashes: dict[str, dict[str, str]] = {}
+    for pkg in json.loads(lock.read_text())["npm"]:
+        unpacked = assets.root / "build" / "npm" / pkg["name"] / "package.json"
+        if pkg["name"] in hashes and not (
+            unpacked.is_file() and json.loads(unpacked.read_text())["version"] == pkg["version"]
+        ):
+            continue
+        hashes[pkg["name"]] = pkg["files"]
+    return hashes
 
 
 def ship_pyodide(b: SiteWriter, loads: PageLoads, assets: Assets, lock: dict[str, Any],
