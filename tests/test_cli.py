@@ -269,6 +269,43 @@ def test_exec_wheel_requiring_onnxruntime_gets_the_drop_in(tmp_path):
     assert BLOCKED not in result.stderr
 
 
+def test_exec_page_crashing_during_the_install_is_retried_once(
+        tmp_path, monkeypatch, capsys):
+    """A page that crashes while the wheels install (nothing of the script has run) is
+    replaced once, and said so; a second crash ends the run with status 1, named."""
+    from ortweb.cli import main as ortweb_main
+    from ortweb.host.browser import PyodidePage
+
+    wheel = make_wheel(tmp_path, "plainpkg", "0.1", [], "VALUE = 5\n")
+    (tmp_path / "app.py").write_text("import plainpkg\nprint('value', plainpkg.VALUE)\n")
+    real = PyodidePage.install_wheels
+    crashes = {"left": 1}
+
+    def crash_first(self, *args, **kwargs):
+        if crashes["left"]:
+            crashes["left"] -= 1
+            try:  # a real renderer crash, as Chromium has them
+                self.page.goto("chrome://crash", timeout=5000)
+            except Exception:
+                pass
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(PyodidePage, "install_wheels", crash_first)
+    argv = ["exec", str(tmp_path / "app.py"), "--wheel", str(wheel), "--providers", "wasm"]
+    assert ortweb_main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "value 5" in out
+    assert ("ortweb exec: the page failed while installing the wheels (the page crashed); "
+            "nothing of app.py ran; trying once more on a new page") in err
+
+    crashes["left"] = 2
+    assert ortweb_main(argv) == 1
+    out, err = capsys.readouterr()
+    assert "value 5" not in out
+    assert err.count("the page failed while installing the wheels (the page crashed)") == 2
+    assert err.strip().endswith("nothing of app.py ran")
+
+
 def test_demo():
     result = ortweb("demo")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -17,6 +17,7 @@ from ..host.build.requirements import (
     read_wheel,
     resolve_for_pyodide,
 )
+from ..host.errors import PageFailure
 from . import UsageError
 
 __all__ = ["cmd_exec"]
@@ -69,20 +70,36 @@ def cmd_exec(args: argparse.Namespace) -> int:
             runtime.shared_folder() as (folder, prefix):
         for path in [args.script, *args.file]:
             shutil.copyfile(path, folder / path.name)
-        with runtime.new_page(
-            providers=args.providers, on_output=_stream, webgpu_build=args.webgpu_build
-        ) as page:
-            if plan is not None or no_deps:
-                try:
+        for attempt in (1, 2):
+            page = runtime.new_page(
+                providers=args.providers, on_output=_stream, webgpu_build=args.webgpu_build
+            )
+            try:
+                if plan is not None or no_deps:
                     page.install_wheels(
                         plan.wheels if plan else [], requirements, folder, prefix,
                         plan.lock_packages if plan else [], no_deps=no_deps,
                     )
-                except PythonFailure as exc:
-                    print(exc.traceback, file=sys.stderr)
-                    print(f"ortweb exec: installing the wheels failed (nothing of "
-                          f"{args.script.name} ran)", file=sys.stderr)
+                break
+            except PythonFailure as exc:
+                page.close()
+                print(exc.traceback, file=sys.stderr)
+                print(f"ortweb exec: installing the wheels failed (nothing of "
+                      f"{args.script.name} ran)", file=sys.stderr)
+                return 1
+            except PageFailure as exc:
+                page.close()
+                # Nothing of the script has run yet, so a new page loses nothing.
+                print(f"ortweb exec: the page failed while installing the wheels ({exc}); "
+                      f"nothing of {args.script.name} ran"
+                      + ("; trying once more on a new page" if attempt == 1 else ""),
+                      file=sys.stderr)
+                if attempt == 2:
                     return 1
+            except BaseException:
+                page.close()
+                raise
+        with page:
             for path in [args.script, *args.file]:
                 page.write_file(prefix + path.name, f"{_CWD}/{path.name}")
             modules = [p.name for p in args.file if p.suffix == ".py"]

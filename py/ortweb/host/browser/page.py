@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import inpage
-from ..errors import BrowserError, PythonFailure
+from ..errors import BrowserError, PageFailure, PythonFailure
 from .capture import PageLog, watch
 from .route import OfflineRouter
 from .runs import Runs
@@ -197,8 +197,10 @@ class PyodidePage:
         ------
         PythonFailure
             With the Python traceback, when the code raised.
+        PageFailure
+            When the page crashed or closed meanwhile.
         """
-        result = self.page.evaluate(
+        result = self._evaluate(
             "([code, filename]) => window.ortwebRunPython(code, filename)",
             [code, filename],
         )
@@ -217,12 +219,24 @@ class PyodidePage:
         """
         url = self.base_url + url_path.lstrip("/")
         if self.remote:
-            return int(self.page.evaluate(_WRITE_IN_RANGES_JS, [url, fs_path, REMOTE_CHUNK]))
-        return int(self.page.evaluate("([u, p]) => window.ortwebWriteFile(u, p)", [url, fs_path]))
+            return int(self._evaluate(_WRITE_IN_RANGES_JS, [url, fs_path, REMOTE_CHUNK]))
+        return int(self._evaluate("([u, p]) => window.ortwebWriteFile(u, p)", [url, fs_path]))
 
     def read_file(self, fs_path: str) -> bytes:
         """Read a file from Pyodide's file system."""
-        return base64.b64decode(self.page.evaluate("(p) => window.ortwebReadFile(p)", fs_path))
+        return base64.b64decode(self._evaluate("(p) => window.ortwebReadFile(p)", fs_path))
+
+    def _evaluate(self, expression: str, arg: Any = None) -> Any:
+        """``page.evaluate``, a crashed or closed page raising :class:`PageFailure`
+        (with why, when the page said) instead of Playwright's error."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        try:
+            return self.page.evaluate(expression, arg)
+        except PlaywrightError as exc:
+            if self.lost or self.page.is_closed() or "crashed" in str(exc):
+                raise PageFailure(self.lost or self.frozen or str(exc).strip()) from None
+            raise
 
     def install_wheels(self, wheels: Sequence[WheelInfo], requirements: Sequence[str],
                        folder: Path, prefix: str, packages: Sequence[str] = (), *,
