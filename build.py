@@ -3,7 +3,8 @@
 
     python3 build.py setup        # .venv, vendored assets (verified), Chromium, browser wheel
     python3 build.py check        # ruff, mypy, JS syntax, tsc on bridge_js/ and web/site/
-    python3 build.py test [ARGS]  # setup + check + pytest (ARGS go to pytest)
+    python3 build.py test [ARGS]  # setup + check + pytest (ARGS go to pytest): xdist, then
+                                  #   the `serial` tests alone
     python3 build.py test --quick # the host-only unit tests and one browser smoke test
     python3 build.py demo         # setup + build the digits demo site, check it headless on
                                   #   wasm and webgpu vs native onnxruntime (--serve: serve it)
@@ -415,28 +416,59 @@ def check() -> None:
 #: onnxruntime.
 QUICK = [
     *(f"tests/test_{name}.py" for name in (
-        "acceptance_property", "bench_units", "conformance_units", "convert", "devices",
-        "dtypes", "errors", "native", "onnxruntime_wheel", "options", "ortvalue_native_api",
-        "packages", "provider_options", "pyodide_version", "samples", "server", "setup_pins",
-        "validate", "wheel")),
+        "acceptance_property", "bench_units", "build_py", "conformance_units", "convert",
+        "devices", "dtypes", "errors", "native", "onnxruntime_wheel", "options",
+        "ortvalue_native_api", "packages", "provider_options", "pyodide_version", "samples",
+        "server", "validate", "wheel")),
     "tests/test_browser_models.py::test_identity_every_dtype[2x3-tensor(float)-wasm]",
 ]
 
 
 def pytest_args(args: list[str], quick: bool) -> list[str]:
-    """pytest's arguments for ``build.py test ARGS`` (``quick``: ``--quick``, taken out).
+    """pytest's arguments for ``build.py test --quick ARGS``, or for ``build.py test
+    ARGS`` that choose their own workers (``-n``, ``-p no:xdist``) or tests.
 
     ``--quick`` runs :data:`QUICK` with a pytest-xdist worker per core unless ARGS
-    choose otherwise (``-n``, ``-p no:xdist``).
+    choose otherwise.
     """
     if not quick:
-        # The whole suite stays in one process for now: under -n auto, four tests of
-        # tests/test_remote_browsers.py (frozen and vanished browsers) failed on this
-        # 2-CPU host.
         return args
-    chosen = any(a.startswith(("-n", "--numprocesses")) or a in ("no:xdist", "-pno:xdist")
-                 for a in args)
+    chosen = _chooses_workers(args)
     return [*([] if chosen else ["-n", "auto", "--dist", "load"]), *QUICK, *args]
+
+
+def _chooses_workers(args: list[str]) -> bool:
+    return any(a.startswith(("-n", "--numprocesses")) or a in ("no:xdist", "-pno:xdist")
+               for a in args)
+
+
+def suite_phases(args: list[str]) -> list[list[str]]:
+    """pytest's argument lists for ``build.py test ARGS``, run one after the other.
+
+    The whole suite (ARGS naming neither tests nor workers) runs in two phases: every
+    test not marked ``serial`` on a pytest-xdist worker per core, each module on one
+    worker (``--dist loadfile``: its module fixtures are made once), then the
+    ``serial`` ones (remote browsers told apart by time) alone. ARGS go to both; an
+    ``-m`` of their own joins the phase's. ARGS that name tests or workers run once,
+    as given, in one process unless they say otherwise.
+    """
+    names_tests = any(not a.startswith("-") and ("/" in a or a.endswith(".py") or "::" in a)
+                      for a in args)
+    if names_tests or _chooses_workers(args):
+        return [args]
+    mark = ""
+    rest = list(args)
+    if "-m" in rest:
+        at = rest.index("-m")
+        mark = rest[at + 1] if at + 1 < len(rest) else ""
+        del rest[at:at + 2]
+    both = f"({mark}) and " if mark else ""
+    # Each phase writes its own report: a --junitxml=PATH of ARGS is PATH, then
+    # PATH with .serial before its suffix.
+    serial_rest = [f"--junitxml={Path(a.split('=', 1)[1]).with_suffix('.serial.xml')}"
+                   if a.startswith("--junitxml=") else a for a in rest]
+    return [["-n", "auto", "--dist", "loadfile", "-m", f"{both}not serial", *rest],
+            ["-p", "no:xdist", "-m", f"{both}serial", *serial_rest]]
 
 
 def test(args: list[str]) -> int:
@@ -445,9 +477,15 @@ def test(args: list[str]) -> int:
     setup(quiet=quick)
     if not quick:
         check()
-    cmd = [str(venv_bin("python")), "-m", "pytest", *pytest_args(args, quick)]
-    log("$ " + " ".join(cmd))
-    return subprocess.call(cmd, cwd=ROOT)
+    phases = [pytest_args(args, quick)] if quick else suite_phases(args)
+    status = 0
+    for phase in phases:
+        cmd = [str(venv_bin("python")), "-m", "pytest", *phase]
+        log("$ " + " ".join(cmd))
+        code = subprocess.call(cmd, cwd=ROOT)
+        # 5: no test of the phase was selected (a -k or -m of ARGS left none there).
+        status = status or (0 if code == 5 and len(phases) > 1 else code)
+    return status
 
 
 def demo(args: list[str]) -> int:

@@ -52,6 +52,10 @@ from ortweb.testing import samples
 
 pytest_plugins = ["pytester"]
 
+# Frozen, killed and slow browsers are told apart by time: `build.py test` runs this
+# module after the others, alone (see its `serial` phase).
+pytestmark = pytest.mark.serial
+
 #: The remote browsers' own network: every connection (loopback too) to a dead proxy.
 CUT = ("--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>")
 

@@ -1,5 +1,6 @@
-"""build.py's pins: one onnxruntime-web among those assets.lock.json pins, chosen by
-``ORTWEB_ONNXRUNTIME_WEB`` (host only; build.py is loaded by path, as it is stdlib-only)."""
+"""build.py on the host (loaded by path, as it is stdlib-only): the onnxruntime-web
+among those assets.lock.json pins that ``ORTWEB_ONNXRUNTIME_WEB`` chooses, and the
+phases ``build.py test`` runs the suite in."""
 
 from __future__ import annotations
 
@@ -84,3 +85,22 @@ def test_sites_check_the_files_of_the_version_set_up(tmp_path: Path) -> None:
         assert hashes["onnxruntime-web"] == by_version[version]
         assert hashes["pyodide"] == PINS[0]["files"]
     assert by_version["1.31.1"] != by_version["1.30.0"]
+
+
+def test_the_whole_suite_runs_in_a_parallel_phase_then_the_serial_one() -> None:
+    assert build.suite_phases([]) == [
+        ["-n", "auto", "--dist", "loadfile", "-m", "not serial"],
+        ["-p", "no:xdist", "-m", "serial"]]
+    # ARGS go to both phases; a mark of their own joins each phase's; each phase writes
+    # its own report.
+    assert build.suite_phases(["-k", "site", "-m", "webgpu", "--junitxml=out/r.xml"]) == [
+        ["-n", "auto", "--dist", "loadfile", "-m", "(webgpu) and not serial", "-k", "site",
+         "--junitxml=out/r.xml"],
+        ["-p", "no:xdist", "-m", "(webgpu) and serial", "-k", "site",
+         "--junitxml=out/r.serial.xml"]]
+
+
+def test_args_naming_tests_or_workers_run_once_as_given() -> None:
+    for args in (["tests/test_cli.py"], ["tests/test_cli.py::test_demo", "-x"],
+                 ["-n", "2"], ["-p", "no:xdist"], ["-k", "x", "--numprocesses=3"]):
+        assert build.suite_phases(args) == [args], args
