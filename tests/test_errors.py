@@ -14,6 +14,7 @@ from ortweb.errors import (
     NotImplementedByRuntime,
     OrtRuntimeError,
     OrtWebError,
+    OutputMismatch,
     ProviderUnavailable,
     SessionClosed,
     SyncUnavailable,
@@ -22,7 +23,8 @@ from ortweb.errors import (
 
 ALL = [
     InvalidArgument, NoSuchFile, InvalidGraph, NotImplementedByRuntime,
-    ProviderUnavailable, SyncUnavailable, SessionClosed, ModelTooLarge, OrtRuntimeError,
+    ProviderUnavailable, SyncUnavailable, SessionClosed, ModelTooLarge, OutputMismatch,
+    OrtRuntimeError,
 ]
 
 # onnxruntime_c_api.h's OrtErrorCode, and the class each must become.

@@ -454,8 +454,10 @@ def test_notebook_runs_a_model_on_wasm_and_webgpu(
     run = run_notebook(ortweb_browser, lite.server.url, EXAMPLES[0])
     check_run(run, lite.server.url, EXAMPLES[0], record_property)
     s = run.summary()
-    # WebGPU reaches the kernel's Web Worker exactly when the browser has an adapter.
-    assert s["available"] == (["webgpu", "wasm"] if ortweb_webgpu["available"] else ["wasm"])
+    # WebGPU reaches the kernel's Web Worker exactly when the browser has an adapter
+    # (and wonnx with it); tract runs in any page.
+    assert s["available"] == (["webgpu", "wasm", "tract", "wonnx"] if ortweb_webgpu["available"]
+                              else ["wasm", "tract"])
     assert s["webgpu_session"] == s["available"][0]
     assert s["inputs"] == [["x", "tensor(float)", ["batch", 64]]]
     assert s["outputs"] == [["probabilities", "tensor(float)", ["batch", 10]]]

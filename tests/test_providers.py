@@ -134,7 +134,7 @@ def test_without_webgpu_fallback_reason_and_require(other_page, ortweb_runtime):
     assert required["error"] == "ProviderUnavailable"
     assert "requires 'webgpu'" in required["message"]
     assert re.search(r"navigator\.gpu|requestAdapter", required["message"])
-    assert available == ["wasm"]
+    assert available == ["wasm", "tract"]  # no adapter: neither WebGPU nor wonnx
 
 
 def _webgpu_operators(runtime) -> set[str]:

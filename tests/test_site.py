@@ -224,6 +224,10 @@ def test_ships_only_what_the_providers_need(inputs: dict[str, Path], tmp_path: P
     assert {p.name for p in (both / "ort").iterdir()} == set(
         ort_files(["webgpu", "wasm"], "jsep"))
     assert "ort-wasm-simd-threaded.jsep.wasm" in ort_files(["webgpu"], "jsep")
+    # No other engine unless the providers name one (tests/test_site_engines.py).
+    for site in (wasm_only, gpu, both):
+        assert not (site / "ortweb" / "engines").exists()
+        assert _manifest(site)["engines"] == []
     # Only numpy's, ortweb's and the drop-in onnxruntime's wheels (ortweb's lock entry
     # depends on it): nothing else of Pyodide's 200 packages.
     wheels = sorted(p.name.split("-")[0] for p in (wasm_only / "pyodide").glob("*.whl"))

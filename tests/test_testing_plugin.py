@@ -385,7 +385,7 @@ def test_no_webgpu_adapter_skips_with_the_reason(pytester: pytest.Pytester) -> N
         async def test_eps(ortweb_page, ortweb_providers, model_path):
             import ortweb
             assert ortweb_providers == "wasm"
-            assert await ortweb.get_available_providers_async() == ["wasm"]
+            assert await ortweb.get_available_providers_async() == ["wasm", "tract"]
             sess = await ortweb.InferenceSession.create(model_path)
             assert sess.provider == "wasm"
 

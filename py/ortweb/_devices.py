@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import InvalidArgument
 
-__all__ = ["DEVICES", "Locations", "device", "location", "normalize_locations"]
+__all__ = ["DEVICES", "Locations", "device", "location", "normalize_locations", "unknown_outputs"]
 
 #: Every accepted name, lower-case → the device: ``'cpu'`` or ``'webgpu'``.
 DEVICES = MappingProxyType(
@@ -93,3 +93,15 @@ def normalize_locations(value: Locations) -> str | dict[str, str] | None:
         "preferred_output_location: expected 'cpu', 'gpu-buffer' or a dict of output names "
         f"to those, got {type(value).__name__}"
     )
+
+
+def unknown_outputs(locations: str | dict[str, str] | None, outputs: list[str]) -> str:
+    """What is wrong with a per-output ``preferred_output_location`` that names outputs
+    the model does not have (``''`` when nothing is)."""
+    if not isinstance(locations, dict):
+        return ""
+    unknown = sorted(set(locations) - set(outputs))
+    if not unknown:
+        return ""
+    return (f"preferred_output_location names unknown output(s) {unknown}; the model's "
+            f"outputs are {outputs}")

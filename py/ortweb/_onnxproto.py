@@ -123,6 +123,12 @@ class ModelInfo:
     initializer_names: set[str] = field(default_factory=set)
     #: Tensors stored in external files, in the order the model lists them.
     external: list[ExternalTensor] = field(default_factory=list)
+    #: ``(domain, op_type)`` of every node, subgraphs' included, each once, in the
+    #: order first met (``''`` is the default ONNX domain).
+    ops: list[tuple[str, str]] = field(default_factory=list)
+    #: The main graph's node outputs that are neither graph outputs nor declared in
+    #: its ``value_info``: values whose shape only a runtime's inference knows.
+    undeclared: list[str] = field(default_factory=list)
 
 
 class PagedBytes:
@@ -431,6 +437,28 @@ def _sparse(r: _Reader, start: int, end: int, where: str, info: ModelInfo) -> st
     return name
 
 
+#: Ops whose attributes hold subgraphs, read for the ops inside them.
+_WITH_SUBGRAPHS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
+def _node(r: _Reader, start: int, end: int, info: ModelInfo, outputs: list[str] | None,
+          tensors: bool) -> None:
+    """A NodeProto's op (into ``info.ops``), its outputs (into ``outputs``), and, when
+    ``tensors`` or it holds subgraphs, its attributes' tensors and subgraphs."""
+    op, domain = "", ""
+    for number, _wire, value in r.fields(start, end, "node"):
+        if number == 4:
+            op = r.string(value, "node")
+        elif number == 7:
+            domain = r.string(value, "node")
+        elif number == 2 and outputs is not None:
+            outputs.append(r.string(value, "node"))
+    if (domain, op) not in info.ops:
+        info.ops.append((domain, op))
+    if tensors or op in _WITH_SUBGRAPHS:
+        _nodes_tensors(r, start, end, "node", info)
+
+
 def _nodes_tensors(r: _Reader, start: int, end: int, where: str, info: ModelInfo) -> None:
     """The tensors in a NodeProto's attributes (``Constant``'s value, subgraphs)."""
     for number, wire, value in r.fields(start, end, where):
@@ -449,10 +477,14 @@ def _graph(r: _Reader, start: int, end: int, info: ModelInfo, top: bool = True) 
     """Read the main graph (``top``), or only the external tensors of a subgraph."""
     where = "GraphProto" if top else "subgraph"
     # A node's tensors can be external only when some tensor names a location.
-    nodes = r.has_location
+    tensors = r.has_location
+    produced: list[str] = []
+    declared: set[str] = set()
     for number, wire, value in r.fields(start, end, where):
-        if number == 1 and nodes:
-            _nodes_tensors(r, *r.span(wire, value, where), "node", info)
+        if number == 1:
+            _node(r, *r.span(wire, value, where), info, produced if top else None, tensors)
+        elif number == 13 and top:  # value_info
+            declared.add(_value_info(r, *r.span(wire, value, where), "value_info").name)
         elif number == 5:
             name = _tensor(r, *r.span(wire, value, where), "graph initializer", info)
             if top:
@@ -475,6 +507,9 @@ def _graph(r: _Reader, start: int, end: int, info: ModelInfo, top: bool = True) 
             info.outputs.append(
                 _value_info(r, *r.span(wire, value, where), f"graph output {len(info.outputs)}")
             )
+    if top:
+        declared.update(v.name for v in info.outputs)
+        info.undeclared = [name for name in produced if name and name not in declared]
 
 
 def parse_model(

@@ -1,10 +1,12 @@
 """Execution-provider names and the default choice.
 
-ortweb's providers are ``'webgpu'`` and ``'wasm'`` (onnxruntime-web's names);
-onnxruntime's spellings are accepted too. The default, when neither the call nor
-the page names providers, is ``['webgpu', 'wasm']``: WebGPU when the page has an
-adapter and it can run the model's types, else wasm. Changing this rule is a
-breaking change.
+ortweb's providers are ``'webgpu'`` and ``'wasm'`` (onnxruntime-web's execution
+providers), ``'tract'`` and ``'wonnx'`` (two more engines, :mod:`._engines`);
+onnxruntime's spellings are accepted too (``'CPUExecutionProvider'``,
+``'TractExecutionProvider'``, ...). The default, when neither the call nor the page
+names providers, is ``['webgpu', 'wasm']``: WebGPU when the page has an adapter and
+it can run the model's types, else wasm; the other engines run only when named.
+Changing this rule is a breaking change.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from .errors import InvalidArgument
 
 __all__ = [
     "DEFAULT_PROVIDERS",
+    "PROVIDERS",
     "WEBGPU_OPTIONS",
     "normalize_provider",
     "normalize_providers",
@@ -33,7 +36,14 @@ _ALIASES = {
     "webgpu": "webgpu",
     "webgpuexecutionprovider": "webgpu",
     "jsexecutionprovider": "webgpu",
+    "tract": "tract",
+    "tractexecutionprovider": "tract",
+    "wonnx": "wonnx",
+    "wonnxexecutionprovider": "wonnx",
 }
+
+#: Every provider name, in the order messages list them.
+PROVIDERS = ("webgpu", "wasm", "tract", "wonnx")
 
 
 def normalize_provider(name: Any) -> str:
@@ -46,7 +56,9 @@ def normalize_provider(name: Any) -> str:
     if found is None:
         raise InvalidArgument(
             f"providers: unknown execution provider {name!r}; expected one of "
-            "'webgpu', 'wasm' (or 'WebGpuExecutionProvider', 'CPUExecutionProvider')"
+            "'webgpu', 'wasm', 'tract', 'wonnx' (or onnxruntime's spelling: "
+            "'WebGpuExecutionProvider', 'CPUExecutionProvider', 'TractExecutionProvider', "
+            "'WonnxExecutionProvider')"
         )
     return found
 
@@ -76,7 +88,9 @@ def normalize_providers(providers: Any, default: Sequence[str] | None = None) ->
         if name not in out:
             out.append(name)
     if not out:
-        raise InvalidArgument("providers: the list is empty; name at least one of 'webgpu', 'wasm'")
+        raise InvalidArgument(
+            "providers: the list is empty; name at least one of 'webgpu', 'wasm', 'tract', 'wonnx'"
+        )
     return out
 
 
@@ -96,7 +110,9 @@ WEBGPU_OPTIONS: dict[str, frozenset[str] | None] = {
 
 #: ORT-web's wasm EP takes no options (``WebAssemblyExecutionProviderOption`` has
 #: only its name).
-_EP_OPTIONS: dict[str, dict[str, frozenset[str] | None]] = {"webgpu": WEBGPU_OPTIONS, "wasm": {}}
+_EP_OPTIONS: dict[str, dict[str, frozenset[str] | None]] = {
+    "webgpu": WEBGPU_OPTIONS, "wasm": {}, "tract": {}, "wonnx": {},
+}
 
 
 def _option_value(provider: str, key: str, value: Any) -> Any:

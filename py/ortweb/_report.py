@@ -54,6 +54,9 @@ class ProviderReport:
         For ``"auto"``: per provider, ``median_ms``, ``first_ms`` and ``runs``.
     auto : str or None
         ``'measured'`` or ``'remembered'`` for ``"auto"``; None otherwise.
+    verify : str
+        What ``ProviderPolicy(verify=...)`` found on the first run (empty before it,
+        or without ``verify``).
     """
 
     provider: str
@@ -65,6 +68,7 @@ class ProviderReport:
     node_counts: dict[str, int] = field(default_factory=dict)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     auto: str | None = None
+    verify: str = ""
 
     def reasons(self) -> dict[str, str]:
         """Provider → why it could not or may not run this session (providers merely
@@ -73,10 +77,13 @@ class ProviderReport:
                 if a.status not in ("used", "not needed")}
 
     def __str__(self) -> str:
-        lines = [f"provider: {self.provider} (onnxruntime-web build: {self.build}; "
-                 f"chosen by {self.policy})"]
+        engine = ("engine: " + self.build if self.build == self.provider
+                  else "onnxruntime-web build: " + self.build)
+        lines = [f"provider: {self.provider} ({engine}; chosen by {self.policy})"]
         for a in self.attempts:
             lines.append(f"  {a.provider:<7} {a.status}" + (f": {a.reason}" if a.reason else ""))
+        if self.verify:
+            lines.append(f"  verify: {self.verify}")
         if self.timings:
             how = "remembered from an earlier measurement" if self.auto == "remembered" else (
                 "measured now")

@@ -8,7 +8,7 @@ from typing import Any
 
 from . import _bridge
 from ._ortvalue import live_cpu_values
-from ._providers import normalize_providers
+from ._providers import PROVIDERS, normalize_providers
 from .errors import InvalidArgument
 
 __all__ = [
@@ -27,9 +27,11 @@ __all__ = [
 
 
 async def get_available_providers_async() -> list[str]:
-    """Providers this page can use, best first: ``['webgpu', 'wasm']`` or ``['wasm']``."""
-    gpu = await _bridge.probe_webgpu()
-    return ["webgpu", "wasm"] if gpu.get("available") else ["wasm"]
+    """Providers this page can run: ``['webgpu', 'wasm', 'tract', 'wonnx']`` with a
+    WebGPU adapter, ``['wasm', 'tract']`` without (``'webgpu'`` and ``'wonnx'`` need
+    one). Finding out downloads no engine."""
+    reasons = await _bridge.provider_reasons()
+    return [p for p in PROVIDERS if reasons.get(p) == ""]
 
 
 def get_available_providers() -> list[str]:

@@ -17,11 +17,11 @@ import numpy as np
 
 from . import _bridge
 from ._create import create_from_plan, ort_session_options
-from ._devices import Locations, normalize_locations
+from ._devices import Locations, normalize_locations, unknown_outputs
+from ._engines import engine_graph, engine_model, fit_engines
 from ._external import DataFile, ExternalData, ort_entries, resolve_external_data
 from ._iobinding import Fetches, IOBinding, run_with_iobinding
 from ._limits import check_model_file, check_model_size, fit_plan, model_sizes, out_of_memory
-from ._metadata import ModelMetadata, NodeArg
 from ._model import (
     ModelData,
     ModelSource,
@@ -35,19 +35,21 @@ from ._options import RunOptions, SessionOptions
 from ._policy import ProviderPolicy, plan_providers
 from ._progress import Progress, ProgressCallback
 from ._providers import provider_options as ep_options
-from ._report import ProviderReport, make_report
+from ._report import make_report
 from ._runio import bridge_feeds, deliver_outputs
+from ._session_base import SessionBase
 from ._validate import FeedMemo, check_output_names
-from .errors import InvalidArgument, InvalidGraph, OrtWebError, SessionClosed
+from ._verify import plan_verify, verify_first_run
+from .errors import InvalidArgument, OrtWebError
 
 __all__ = ["InferenceSession"]
 
 #: Errors the bridge raises from its own checks, before ORT runs: they cannot
 #: have left ORT in a bad state, so they never trigger a session re-creation.
-_OWN_CHECKS = {"InvalidArgument", "SessionClosed", "ProviderUnavailable"}
+_OWN_CHECKS = {"InvalidArgument", "SessionClosed", "ProviderUnavailable", "NotImplemented"}
 
 
-class InferenceSession:
+class InferenceSession(SessionBase):
     """A model loaded into onnxruntime-web, used as ``onnxruntime.InferenceSession``.
 
     Parameters
@@ -55,11 +57,14 @@ class InferenceSession:
     path_or_bytes : str, os.PathLike or bytes
         A path in Pyodide's file system, an ``http(s)`` URL, or the model's bytes.
     sess_options : SessionOptions, optional
-    providers : list of str, optional
-        Execution providers tried in order: ``'webgpu'``, ``'wasm'`` (onnxruntime's
-        ``'WebGpuExecutionProvider'`` / ``'CPUExecutionProvider'`` are accepted).
-        None: the page default (``ortweb.set_default_providers``), else
-        ``['webgpu', 'wasm']``. An entry may be onnxruntime's ``(name, options)``.
+    providers : list of str, ProviderPolicy or "auto", optional
+        Providers tried in order: onnxruntime-web's ``'webgpu'`` and ``'wasm'``, and
+        the engines ``'tract'`` and ``'wonnx'`` (onnxruntime's spellings such as
+        ``'CPUExecutionProvider'`` are accepted). None: the page default
+        (``ortweb.set_default_providers``), else ``['webgpu', 'wasm']``. An entry may
+        be onnxruntime's ``(name, options)``. A provider whose engine cannot run the
+        model (its types, shapes, external data) is skipped before it loads, with
+        the reason in :attr:`provider_report`.
     provider_options : list of dict, optional
         onnxruntime's other form: one options dict per entry of ``providers``.
         Options onnxruntime-web's EP understands (WebGPU: ``preferredLayout``,
@@ -175,9 +180,14 @@ class InferenceSession:
             # Sizes from the model's own description, before any byte reaches ORT-web.
             sizes = model_sizes(nbytes, parsed)
             plan = fit_plan(plan, sizes, what)
+            overrides = self._options.free_dimension_overrides
+            plan = fit_engines(plan, parsed, overrides, what)
+            plan, verifier = await plan_verify(plan, model)
+            self._graph = engine_graph(parsed, plan, overrides)
             options, buffers = await self._ort_options(reporter)
             try:
-                info, timings, how = await create_from_plan(model, plan, options)
+                sent = engine_model(model, plan, overrides, what)
+                info, timings, how = await create_from_plan(sent, plan, options)
             except OrtWebError as exc:
                 clear = out_of_memory(exc, sizes, what)
                 if clear is None:
@@ -194,21 +204,17 @@ class InferenceSession:
         # The caller's bytes are kept for a re-creation; a file's or URL's are not.
         self._model_bytes = model if isinstance(model, bytes) else None
         self._adopt(int(info["handle"]))
-        self._provider = str(info["provider"])
-        self._build = str(info["build"])
+        self._provider, self._build = str(info["provider"]), str(info["build"])
         self._report = make_report(plan, info, timings, how)
+        self._verifier = verifier.for_session(self) if verifier else None
         described = describe_model(parsed, info, self._options.free_dimension_overrides)
         self._inputs, self._outputs = described.inputs, described.outputs
         self._overridable, self._meta = described.overridable, described.meta
         self._feed_memo = FeedMemo()
-        if isinstance(self._locations, dict):
-            unknown = sorted(set(self._locations) - {a.name for a in self._outputs})
-            if unknown:
-                await self.close_async()
-                raise InvalidArgument(
-                    f"preferred_output_location names unknown output(s) {unknown}; the model's "
-                    f"outputs are {[a.name for a in self._outputs]}"
-                )
+        problem = unknown_outputs(self._locations, [a.name for a in self._outputs])
+        if problem:
+            await self.close_async()
+            raise InvalidArgument(problem)
 
     async def _ort_options(
         self, progress: Progress | None = None
@@ -216,6 +222,8 @@ class InferenceSession:
         """ORT-web's session options, and the JS buffers of the data files in them
         (released once the session is created)."""
         options = ort_session_options(self._options, self._locations, self._ep_options)
+        if self._graph is not None:
+            options["ortwebGraph"] = self._graph
         buffers: list[_bridge.JsBuffer] = []
         if self._external:
             options["externalData"], buffers = await ort_entries(
@@ -231,90 +239,7 @@ class InferenceSession:
         # A session dropped without close() is released when it is collected.
         self._finalizer = weakref.finalize(self, _bridge.release_later, handle)
 
-    def _wants_gpu(self, name: str) -> bool:
-        loc = self._locations
-        return (loc.get(name) if isinstance(loc, dict) else loc) == "gpu-buffer"
-
-    def output_location(self, name: str) -> str:
-        """Where output ``name`` is left by a run: ``'gpu-buffer'`` or ``'cpu'``.
-
-        ``'gpu-buffer'`` only when the session was created with
-        ``preferred_output_location`` asking for it *and* runs on WebGPU; a session
-        that fell back to wasm returns CPU ``OrtValue``s for those outputs instead.
-        """
-        return "gpu-buffer" if self._provider == "webgpu" and self._wants_gpu(name) else "cpu"
-
-    # -- metadata ---------------------------------------------------------------
-
-    def get_inputs(self) -> list[NodeArg]:
-        """The model's inputs (name, type, shape)."""
-        return list(self._inputs)
-
-    def get_outputs(self) -> list[NodeArg]:
-        """The model's outputs (name, type, shape)."""
-        return list(self._outputs)
-
-    def get_overridable_initializers(self) -> list[NodeArg]:
-        """Graph inputs that have an initializer (IR version 4 and later), as in
-        onnxruntime. Unlike native, ortweb does not take them as feeds (they are
-        unknown input names to ``run``): the model's initializer is always used."""
-        return list(self._overridable)
-
-    def get_modelmeta(self) -> ModelMetadata:
-        """The model's metadata (producer, graph name, doc strings, version,
-        ``metadata_props``), as onnxruntime's ``get_modelmeta()``.
-
-        Raises
-        ------
-        InvalidGraph
-            When ortweb could not read the model's bytes (onnxruntime-web loaded
-            them, but does not report metadata).
-        """
-        if self._meta is None:
-            raise InvalidGraph(
-                "get_modelmeta: ortweb could not read this model's ModelProto, and "
-                "onnxruntime-web does not report model metadata"
-            )
-        return self._meta
-
-    def get_providers(self) -> list[str]:
-        """Providers of this session: the one that runs it, then ``'wasm'``.
-
-        ``'wasm'`` follows ``'webgpu'`` because ORT places nodes the WebGPU EP lacks
-        on the CPU, as native onnxruntime lists ``CPUExecutionProvider`` last.
-        """
-        return [self._provider] if self._provider == "wasm" else [self._provider, "wasm"]
-
-    def get_provider_options(self) -> dict[str, dict[str, Any]]:
-        """Each provider of :meth:`get_providers` → the onnxruntime-web EP options it
-        was given (``{}`` when none), as onnxruntime's ``get_provider_options()``."""
-        return {p: dict(self._ep_options.get(p, {})) for p in self.get_providers()}
-
-    @property
-    def provider(self) -> str:
-        """The execution provider that runs this session (``'webgpu'`` or ``'wasm'``)."""
-        return self._provider
-
-    @property
-    def skipped_providers(self) -> dict[str, str]:
-        """Providers not running this session, each with why (see :attr:`provider_report`)."""
-        return self._report.reasons()
-
-    @property
-    def provider_report(self) -> ProviderReport:
-        """Which provider runs, every provider considered and why, CPU-placed nodes,
-        and ``"auto"`` timings; ``print()`` it."""
-        return self._report
-
-    def get_session_options(self) -> SessionOptions:
-        return self._options
-
     # -- running ------------------------------------------------------------------
-
-    def _check_open(self) -> int:
-        if self._handle is None:
-            raise SessionClosed("this InferenceSession was closed; create a new one")
-        return self._handle
 
     async def run_async(
         self,
@@ -386,7 +311,7 @@ class InferenceSession:
         )
         options = None if run_options is None else run_options.to_ort()
         try:
-            return await _bridge.run_session(handle, feeds, fetches, options)
+            outputs = await _bridge.run_session(handle, feeds, fetches, options)
         except OrtWebError as exc:
             if not on_gpu or exc.js_name in _OWN_CHECKS:
                 raise
@@ -397,20 +322,31 @@ class InferenceSession:
                 f"{exc.message} (ortweb re-created the session from its model bytes, "
                 "so the next run works)", code=exc.code, js_name=exc.js_name,
             ) from exc
+        if self._verifier is None or on_gpu:
+            return outputs
+        return await verify_first_run(self, feeds, fetches, outputs)
 
     async def _recreate(self) -> None:
+        self._move_to(await self._create_on(self._provider))
+
+    async def _create_on(self, provider: str) -> dict[str, Any]:
+        """This session's model and options created again on ``provider``: the record."""
         model: ModelData = self._model_bytes or await open_model(self._source, cache=self._cache)
         buffers: list[_bridge.JsBuffer] = []
         try:
             options, buffers = await self._ort_options()
-            info = await _bridge.create_session(model, [self._provider], options)
+            return await _bridge.create_session(model, [provider], options)
         finally:
             if model is not self._model_bytes:
                 release(model)
             for b in buffers:
                 b.release()
+
+    def _move_to(self, info: dict[str, Any]) -> None:
+        """Run on the session of ``info`` from now on, releasing the current one."""
         old = self._handle
         self._adopt(int(info["handle"]))
+        self._provider, self._build = str(info["provider"]), str(info["build"])
         if old is not None:
             # The new session exists before the old one goes, so a device ORT
             # shares between them is never released in between.
@@ -461,23 +397,3 @@ class InferenceSession:
         """Synchronous :meth:`close_async`."""
         if self._handle is not None:
             _bridge.block_on(self.close_async())
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    def __enter__(self) -> InferenceSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> InferenceSession:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close_async()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._handle is None else f"provider={self._provider!r}"
-        return f"<ortweb.InferenceSession {state} inputs={[a.name for a in self._inputs]}>"

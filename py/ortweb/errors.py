@@ -11,6 +11,7 @@ One hierarchy, rooted at :class:`OrtWebError`::
     ├── SyncUnavailable        the synchronous API was called where it cannot block
     ├── SessionClosed          a session used after ``close()``
     ├── ModelTooLarge          a model over a memory limit of the browser (also a MemoryError)
+    ├── OutputMismatch         outputs that differ from the reference provider's (``verify=``)
     └── OrtRuntimeError        any other failure inside onnxruntime-web (also a RuntimeError)
 
 Errors that come from onnxruntime-web arrive through the bridge as an envelope
@@ -32,6 +33,7 @@ __all__ = [
     "NotImplementedByRuntime",
     "OrtRuntimeError",
     "OrtWebError",
+    "OutputMismatch",
     "ProviderUnavailable",
     "SessionClosed",
     "SyncUnavailable",
@@ -117,6 +119,12 @@ class ModelTooLarge(OrtWebError, MemoryError):
         super().__init__(message, code=code, js_name=js_name)
         self.limit = limit
         self.size = size
+
+
+class OutputMismatch(OrtWebError):
+    """A provider's outputs differ from the reference provider's on the run that
+    ``ProviderPolicy(verify=...)`` checked, and the policy allows no fallback; the
+    message names each output and the elements that differ."""
 
 
 class OrtRuntimeError(OrtWebError, RuntimeError):

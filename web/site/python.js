@@ -9,7 +9,7 @@
  */
 import { installBridge } from './bridge/index.js';
 import { bootPyodide } from './bridge/pyodide_boot.js';
-import { buildFiles } from './bridge/runtime.js';
+import { BUILDS, buildFiles } from './bridge/runtime.js';
 import { firstBuild } from './bridge/sessions.js';
 import { unpackWith } from './unpacked.js';
 
@@ -79,10 +79,13 @@ export async function startPython(config, loader, io, options = {}) {
     // adapter) comes with them, not only once onnxruntime-web's JS is checked,
     // imported and started.
     firstBuild(config.providers).then((build) => {
-      if (build) loader.prefetch([buildFiles(build).wasm]);
+      // Only onnxruntime-web warms up on a model of its own: the other engines start
+      // with the script's session, and nothing of them downloads before.
+      if (!build || !BUILDS[build]) return;
+      loader.prefetch([buildFiles(build).wasm]);
+      // Not awaited: the script's first session queues behind it in the bridge.
+      warmOrt(bridge, config.providers);
     }, () => {});
-    // Not awaited: the script's first session queues behind it in the bridge.
-    warmOrt(bridge, config.providers);
   }
   // What the script's `ortweb_page` module talks to (site_page.py).
   /** @type {any} */ (globalThis).ortwebPage = {

@@ -53,8 +53,14 @@ _TO_ORTWEB = {
     "CPUExecutionProvider": "wasm",
     "webgpu": "webgpu",
     "wasm": "wasm",
+    # ortweb's other engines, in onnxruntime's style (no native onnxruntime has them).
+    "TractExecutionProvider": "tract",
+    "WonnxExecutionProvider": "wonnx",
+    "tract": "tract",
+    "wonnx": "wonnx",
 }
-_TO_NATIVE = {"webgpu": "WebGpuExecutionProvider", "wasm": "CPUExecutionProvider"}
+_TO_NATIVE = {"webgpu": "WebGpuExecutionProvider", "wasm": "CPUExecutionProvider",
+              "tract": "TractExecutionProvider", "wonnx": "WonnxExecutionProvider"}
 
 # set_default_logger_severity / _verbosity: the levels of options left at -1 / 0.
 _LOGGING = {"severity": 2, "verbosity": 0}
@@ -265,8 +271,11 @@ _install_refusals(RunOptions, "RunOptions")
 
 def get_available_providers() -> list[str]:
     """``['WebGpuExecutionProvider', 'CPUExecutionProvider']`` when the page has a
-    WebGPU adapter, else ``['CPUExecutionProvider']``."""
-    return [_TO_NATIVE[p] for p in ortweb.get_available_providers()]
+    WebGPU adapter, else ``['CPUExecutionProvider']``: onnxruntime-web's, with the CPU
+    last as native lists it (code passes this list as ``providers``). ortweb's other
+    engines run when named (``'TractExecutionProvider'``, ``'WonnxExecutionProvider'``);
+    ``ortweb.get_available_providers()`` lists them too."""
+    return [_TO_NATIVE[p] for p in ortweb.get_available_providers() if p in ("webgpu", "wasm")]
 
 
 def get_all_providers() -> list[str]:
@@ -334,7 +343,8 @@ def _browser_providers(
             continue
         why = ("onnxruntime does not know it" if name not in ALL_PROVIDERS
                else "a browser cannot run it (ortweb runs onnxruntime-web's WebGPU and wasm "
-                    "execution providers only)")
+                    "execution providers, and TractExecutionProvider and "
+                    "WonnxExecutionProvider)")
         skipped[name] = f"not available in the browser: {why}"
         warnings.warn(
             f"Specified provider '{name}' is not in available provider names.Available "

@@ -38,6 +38,7 @@ __all__ = [
     "get_choice",
     "meters",
     "probe_webgpu",
+    "provider_reasons",
     "put_choice",
     "read_fs_file",
     "read_value",
@@ -331,6 +332,13 @@ async def webgpu_device() -> Any:
 async def probe_webgpu() -> dict[str, Any]:
     """``{available, reason, features, info}`` for this page's WebGPU adapter."""
     value = await call("probeWebGpu", context="probe WebGPU")
+    return value.to_py()  # type: ignore[no-any-return]
+
+
+async def provider_reasons() -> dict[str, str]:
+    """Every provider an engine of the bridge serves → why it cannot be tried in this
+    page (``''`` when it can), found without downloading any engine."""
+    value = await call("providerReasons", context="providers")
     return value.to_py()  # type: ignore[no-any-return]
 
 

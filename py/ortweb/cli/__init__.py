@@ -1,7 +1,8 @@
 """The ``ortweb`` command: run models and scripts in headless Chromium from the host.
 
     ortweb run MODEL [--providers wasm|webgpu|...] [-i in.npz] [-o out.npz] [--seed N]
-                     [--compare-native] [--rtol R] [--atol A] [--dim NAME=N] [--json]
+                     [--verify [PROVIDER]] [--compare-native] [--rtol R] [--atol A] [--dim NAME=N]
+                     [--trust OP,OP] [--json]
                      [--progress | --no-progress]
     ortweb exec SCRIPT.py [--providers ...] [--file PATH]... [--wheel PATH]...
                      [--wheel-no-deps PATH]... [--requirements FILE] [-- ARGS...]
@@ -54,6 +55,10 @@ def _providers(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _ops(text: str) -> list[str]:
+    return [op.strip() for op in text.split(",") if op.strip()]
+
+
 def _dim(text: str) -> tuple[str, int]:
     name, sep, value = text.partition("=")
     if not sep or not name or not value.isdigit():
@@ -78,8 +83,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-i", "--inputs", type=Path, help=".npz of inputs (default: random)")
     run.add_argument("-o", "--outputs", type=Path, help="write the outputs to this .npz")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--trust", type=_ops, default=[], metavar="OP[,OP]",
+                     help="operators to run on the engines named in --providers although "
+                          "their operator table distrusts them (ProviderPolicy(trust=...)); "
+                          "check the outputs with --compare-native")
     run.add_argument("--dim", type=_dim, action="append", default=[],
-                     help="size of a symbolic dimension for random inputs, NAME=SIZE")
+                     help="size of a symbolic dimension, NAME=SIZE: for random inputs, and "
+                          "pinned in the session (a free-dimension override, which also "
+                          "gives wonnx the static shape it needs)")
+    run.add_argument("--verify", nargs="?", const="wasm", default=None, metavar="PROVIDER",
+                     help="check the first run against a reference provider in the page "
+                          "(default wasm) within --rtol/--atol, falling back to it on a "
+                          "difference (ProviderPolicy(verify=...))")
     run.add_argument("--compare-native", action="store_true",
                      help="compare with native onnxruntime on the same inputs")
     run.add_argument("--rtol", type=float, default=1e-3)

@@ -36,12 +36,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "with the suite's expected outputs.",
     )
     p.add_argument("--providers", default="wasm",
-                   help="comma-separated EPs, each run separately: wasm, webgpu (default: wasm)")
+                   help="comma-separated providers, each run separately: wasm, webgpu, tract, "
+                        "wonnx (default: wasm)")
     p.add_argument("--suite", default="node", choices=[*SUITES, "all"],
                    help="which suite (default: node)")
     p.add_argument("--filter", metavar="REGEX",
                    help="only cases whose name (or suite/name) matches REGEX (re.search)")
     p.add_argument("--json", type=Path, metavar="OUT", help="write per-case results to OUT")
+    p.add_argument("--op-table", type=Path, metavar="OUT",
+                   help="write the operator table of the one provider run to OUT (what "
+                        "py/ortweb/_engine_ops/<engine>.json holds; node suite only)")
     p.add_argument("--jobs", type=int, default=1,
                    help="pages running batches at the same time (default: 1)")
     p.add_argument("--batch-size", type=int, default=64, help="cases per page call (default: 64)")
@@ -61,13 +65,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _eps(text: str) -> list[str]:
-    eps = [p.strip() for p in text.split(",") if p.strip()]
-    aliases = {"cpu": "wasm", "CPUExecutionProvider": "wasm",
-               "WebGpuExecutionProvider": "webgpu"}
-    eps = [aliases.get(e, e) for e in eps]
-    bad = [e for e in eps if e not in ("wasm", "webgpu")]
-    if bad or not eps:
-        raise UsageError(f"--providers: expected wasm and/or webgpu, got {text!r}")
+    from .._providers import PROVIDERS, normalize_provider
+    from ..errors import InvalidArgument
+
+    try:
+        eps = [normalize_provider(p.strip()) for p in text.split(",") if p.strip()]
+    except InvalidArgument:
+        eps = []
+    if not eps:
+        raise UsageError(f"--providers: expected some of {', '.join(PROVIDERS)}, got {text!r}")
     return list(dict.fromkeys(eps))
 
 
@@ -87,6 +93,10 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     suites = list(SUITES) if args.suite == "all" else [args.suite]
     if args.jobs < 1 or args.batch_size < 1:
         raise UsageError("--jobs and --batch-size must be at least 1")
+    if args.op_table is not None and (len(eps) != 1 or suites != ["node"]):
+        raise UsageError("--op-table: name one provider, and the node suite (an operator "
+                         f"table is one engine's), got --providers {args.providers} "
+                         f"--suite {args.suite}")
     if args.filter:
         try:
             re.compile(args.filter)
@@ -165,6 +175,18 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     known_fails = len(failing) - unexpected
     print(f"conformance: {unexpected} unexpected failure(s), {known_fails} known; "
           f"total {total:.1f} s")
+    if args.op_table is not None:
+        import onnx
+
+        from ..host.conformance.op_table import write_op_table
+
+        ep_results = results[eps[0]][0]
+        print(write_op_table(args.op_table, ep_results, {
+            "provider": eps[0], "command": f"ortweb conformance --providers {eps[0]} "
+            f"--op-table {args.op_table.name}",
+            "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+            "onnx": onnx.__version__, "chromium": browser_version, "cases": len(ep_results),
+        }))
     if args.json is not None:
         import onnx
         import onnxruntime

@@ -71,8 +71,13 @@ def cmd_exec(args: argparse.Namespace) -> int:
         for path in [args.script, *args.file]:
             shutil.copyfile(path, folder / path.name)
         for attempt in (1, 2):
+            if attempt == 2:
+                # Whatever the crash came from, the retry meets none of it: a new
+                # browser, and Python booted afresh instead of from the snapshot.
+                runtime.restart()
             page = runtime.new_page(
-                providers=args.providers, on_output=_stream, webgpu_build=args.webgpu_build
+                providers=args.providers, on_output=_stream, webgpu_build=args.webgpu_build,
+                snapshot=attempt == 1,
             )
             try:
                 if plan is not None or no_deps:
@@ -92,7 +97,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
                 # Nothing of the script has run yet, so a new page loses nothing.
                 print(f"ortweb exec: the page failed while installing the wheels ({exc}); "
                       f"nothing of {args.script.name} ran"
-                      + ("; trying once more on a new page" if attempt == 1 else ""),
+                      + ("; trying once more on a new page, in a new browser"
+                         if attempt == 1 else ""),
                       file=sys.stderr)
                 if attempt == 2:
                     return 1

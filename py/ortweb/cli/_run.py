@@ -34,6 +34,8 @@ class ModelRun:
     create_ms: float = 0.0
     run_ms: float = 0.0
     error: str = ""
+    #: What ``--verify`` found (ProviderReport.verify).
+    verify: str = ""
     comparisons: list[Comparison] = field(default_factory=list)
 
     @property
@@ -46,6 +48,7 @@ class ModelRun:
             "ok": self.ok,
             "provider": self.provider,
             "skipped": self.skipped,
+            "verify": self.verify,
             "create_ms": round(self.create_ms, 3),
             "run_ms": round(self.run_ms, 3),
             "error": self.error,
@@ -66,6 +69,10 @@ def run_in_page(
     name: str = "model.onnx",
     data: dict[str, Path] | None = None,
     progress: bool = False,
+    dims: dict[str, int] | None = None,
+    trust: list[str] | None = None,
+    verify: str | None = None,
+    tolerance: tuple[float, float] = (1e-3, 1e-5),
 ) -> ModelRun:
     """Run ``model`` on ``feeds`` through ortweb inside ``page``; errors are kept, not raised.
 
@@ -73,6 +80,9 @@ def run_in_page(
     site; ``data`` maps each external data file the model names (its location) to
     the file on the host, served beside the model where it finds it. With
     ``progress`` the page prints its loading progress (:mod:`._progress`) on stderr.
+    ``dims`` are the session's free-dimension overrides (``--dim``); ``trust`` the
+    operators trusted on every provider given (``--trust``); ``verify`` the
+    reference provider of ``--verify``, compared within ``tolerance`` (rtol, atol).
     """
     result = ModelRun(name)
     with runtime.shared_folder() as (folder, prefix):
@@ -87,7 +97,8 @@ def run_in_page(
             shutil.copyfile(path, target)
         args = {"model": prefix + "model.onnx", "inputs": f"{work}/inputs.npz",
                 "outputs": f"{work}/outputs.npz", "providers": providers,
-                "progress": MARK if progress else None}
+                "progress": MARK if progress else None, "dims": dims or {}, "trust": trust or [],
+                "verify": verify, "tolerance": list(tolerance)}
         try:
             report = page.run_json(
                 f"ORTWEB_ARGS = {json.dumps(json.dumps(args))}\n" + inpage.source("run_model"),
@@ -102,6 +113,7 @@ def run_in_page(
     result.skipped = report["skipped"]
     result.create_ms = report["create_ms"]
     result.run_ms = report["run_ms"]
+    result.verify = report["verify"]
     for i, meta in enumerate(report["outputs"]):
         result.outputs[meta["name"]] = stored[f"out_{i}"]
     return result
@@ -112,6 +124,8 @@ def _print_run(run: ModelRun) -> None:
     if run.skipped:
         print(" (skipped: " + "; ".join(f"{p}: {r}" for p, r in run.skipped.items()) + ")", end="")
     print(f"; create {run.create_ms:.1f} ms, first run {run.run_ms:.1f} ms")
+    if run.verify:
+        print(f"  verify: {run.verify}")
     if run.error:
         print(f"  error: {run.error}")
         return
@@ -151,7 +165,8 @@ def _execute(
     size = len(model) + sum(p.stat().st_size for p in data.values())
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     run = run_in_page(runtime, page, model, feeds, providers, name=model_path.name, data=data,
-                      progress=show and size >= PROGRESS_MIN_BYTES)
+                      progress=show and size >= PROGRESS_MIN_BYTES, dims=dict(args.dim),
+                      trust=args.trust, verify=args.verify, tolerance=(args.rtol, args.atol))
     if not run.error and args.compare_native:
         # By path: native onnxruntime finds the external data files beside it.
         native = run_native(str(model_path) if data else model, feeds)

@@ -9,15 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import UsageError
+from . import UsageError, _providers
 
 __all__ = ["add_site_arguments", "cmd_demo", "cmd_site"]
 
 
 def add_site_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``ortweb site`` (kept here, next to the command)."""
-    from . import _providers
-
     parser.add_argument("--model", type=Path, required=True, help="the ONNX model")
     parser.add_argument("--script", type=Path, required=True,
                         help="Python run in the page (top-level await allowed)")
@@ -26,7 +24,8 @@ def add_site_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", help="page title (default: the script's name)")
     parser.add_argument("--providers", type=_providers, default=["webgpu", "wasm"],
                         help="default providers, in order; decides which onnxruntime-web "
-                             "builds ship (default: webgpu,wasm)")
+                             "builds and which other engines (tract, wonnx) ship "
+                             "(default: webgpu,wasm)")
     parser.add_argument("--template", default="default",
                         help="a template name (folder of templates/) or a folder")
     parser.add_argument("--assets", choices=["local", "cdn"], default="local",

@@ -138,6 +138,14 @@ class BrowserPool:
             self._forget(index)
         return self.browser(slot)
 
+    def restart(self, slot: int) -> Browser:
+        """``slot``'s browser closed and a new one started (or connected) in its place:
+        for a retry that must not meet whatever state the old one was in."""
+        index = self._slots.get(slot)
+        if index is not None:
+            self._forget(index)
+        return self.browser(slot)
+
     def where(self, browser: Browser) -> dict[str, Any]:
         """Where pages of ``browser`` run (:mod:`.where`), asked once per browser."""
         key = id(browser)

@@ -64,6 +64,13 @@ class Runtime:
                 raise
         return self.pool.replace(slot).new_page(self.server.url, **kw)
 
+    def restart(self, slot: int = 0) -> Browser:
+        """``slot``'s browser closed and a new one in its place (see
+        :meth:`.pool.BrowserPool.restart`); a runtime of one given browser keeps it."""
+        if self.pool is None:
+            return self.browser_for(slot)
+        return self.pool.restart(slot)
+
     def where(self, slot: int = 0) -> dict[str, Any]:
         """Where ``slot``'s pages run: endpoint, browser, WebGPU adapter (:mod:`.where`)."""
         browser = self.browser_for(slot)

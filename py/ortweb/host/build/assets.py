@@ -41,6 +41,11 @@ class Assets:
         return self.ort_package / "dist"
 
     @property
+    def engines(self) -> Path:
+        """The other engines' files (``tract/``, ``wonnx/``), as set-up assembles them."""
+        return self.root / "build" / "engines"
+
+    @property
     def bridge(self) -> Path:
         return self.root / "bridge_js"
 
@@ -95,6 +100,7 @@ class Assets:
         return {
             "/pyodide/": self.pyodide,
             "/ort/": self.ort,
+            "/engines/": self.engines,
             "/bridge/": self.bridge,
             **({SNAPSHOT_PREFIX: snapshot} if snapshot is not None else {}),
             "/": self.web,

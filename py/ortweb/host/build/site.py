@@ -23,6 +23,8 @@ Layout of a site::
                 site_runner.py, site_page.py, bridge/*.js
     pyodide/    pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, a trimmed lock, wheels
     ort/        onnxruntime-web builds for the chosen providers
+    ortweb/engines/  tract's or wonnx's files, when the providers name them (fetched
+                by a session that tries the engine, not at start-up)
     wheels/     --wheel files, installed with micropip (offline) before the script runs
     ...         the template's own static files
 
@@ -69,6 +71,7 @@ from .site_runtime import (
     CDN_PYODIDE,
     CDN_PYODIDE_PACKAGES,
     pinned_hashes,
+    ship_engines,
     ship_ort,
     ship_pyodide,
 )
@@ -338,6 +341,7 @@ def _write(
 
     ort_base = ship_ort(b, loads, assets, providers, webgpu_build, version=ort_version, cdn=cdn,
                         pins=pinned.get("onnxruntime-web", {}))
+    engines = ship_engines(b, assets, providers, pinned.get("engines", {}))
 
     # Cross-origin isolation for hosts with and without custom headers.
     b.add_bytes("_headers", _HEADERS_FILE.encode())
@@ -396,6 +400,7 @@ def _write(
         "assets": assets_mode,
         "providers": providers,
         "webgpu_build": webgpu_build,
+        "engines": engines,
         "mode": "worker" if worker else "main-thread",
         "packages": packages,
         "wheels": [info.path.name for info in plan.wheels],

@@ -23,6 +23,7 @@ __all__ = [
     "CDN_PYODIDE",
     "CDN_PYODIDE_PACKAGES",
     "pinned_hashes",
+    "ship_engines",
     "ship_ort",
     "ship_pyodide",
 ]
@@ -51,7 +52,33 @@ def pinned_hashes(assets: Assets) -> dict[str, dict[str, str]]:
         ):
             continue
         hashes[pkg["name"]] = pkg["files"]
+    # The other engines' files as set-up assembles them (tract's worker is taken out
+    # of its bundle and fixed), under the pseudo-package "engines".
+    hashes["engines"] = dict(json.loads(lock.read_text()).get("engines", {}))
     return hashes
+
+
+def ship_engines(b: SiteWriter, assets: Assets, providers: Sequence[str],
+                 pins: dict[str, str]) -> list[str]:
+    """The files of the engines other than onnxruntime-web that ``providers`` name, in
+    ``ortweb/engines/<engine>/`` (where the bridge looks for them: its
+    ``enginesBaseURL`` beside ``ortweb/bridge/``); returns the engines shipped.
+
+    They are not in the page's start-up downloads: a session fetches its engine's
+    files when it tries that engine, and a model the engine is refused for before
+    loading fetches none. Each is copied only if it matches its pin.
+    """
+    from ..._engines import engine_of
+
+    names = sorted({engine_of(p).name for p in providers} - {"ort"})
+    for name in names:
+        files = sorted(rel for rel in pins if rel.startswith(name + "/"))
+        if not files:
+            raise SiteError(f"assets.lock.json pins no file of the {name} engine: "
+                            "run `python3 build.py setup`")
+        for rel in files:
+            b.add_file(f"ortweb/engines/{rel}", assets.engines / rel, pins[rel])
+    return names
 
 
 def ship_pyodide(b: SiteWriter, loads: PageLoads, assets: Assets, lock: dict[str, Any],

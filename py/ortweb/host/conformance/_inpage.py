@@ -51,7 +51,11 @@ async def run_batch(args_json: str) -> str:
             sess = None
             try:
                 t0 = time.perf_counter()
-                sess = await ortweb.InferenceSession.create(model, providers=providers)
+                chosen: Any = providers
+                if providers[0] not in ("webgpu", "wasm"):
+                    chosen = ortweb.ProviderPolicy(require=providers[0],
+                                                   trust={providers[0]: case["ops"]})
+                sess = await ortweb.InferenceSession.create(model, providers=chosen)
                 t1 = time.perf_counter()
                 record["provider"] = sess.provider
                 record["create_ms"] = round((t1 - t0) * 1000, 3)

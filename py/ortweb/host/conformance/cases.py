@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "Case",
     "ValueInfo",
     "case_names",
+    "constant_inputs",
     "data_dir",
     "light_feed",
     "load_case",
@@ -246,3 +247,33 @@ def load_cases(
                 continue
             out.append(load_case(suite, name))
     return out
+
+
+def constant_inputs(case: Case) -> Case:
+    """``case`` with every input after the first made an initializer of its value.
+
+    The node suite feeds an operator's weights (a Conv kernel, a Reshape's shape) as
+    inputs; real models hold them as initializers, and engines that plan a model when
+    it loads (tract wants a Conv's kernel constant) or cannot take an input's type
+    (tractjs passes no int64) need them so. Engines are measured this way for their
+    operator tables (op_table.py); the outputs to compare are the same. A case whose
+    later feeds are not plain tensors, or whose IR version is under 4 (initializers
+    must then be inputs too), is left as it is.
+    """
+    later = case.feeds[1:]
+    if not later or not all(isinstance(f, np.ndarray) and f.dtype != object for f in later):
+        return case
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load_from_string(case.model)
+    if model.ir_version < 4:
+        return case
+    names = case.feed_names[1:]
+    kept = [v for v in model.graph.input if v.name not in names]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    model.graph.initializer.extend(
+        numpy_helper.from_array(np.asarray(f), n) for n, f in zip(names, later, strict=True))
+    return replace(case, model=model.SerializeToString(), inputs=case.inputs[:1],
+                   feeds=case.feeds[:1])

@@ -21,9 +21,18 @@ def report(file, loaded, total):
     print(mark + json.dumps([file, loaded, total]), file=sys.stderr, flush=True)
 
 
+options = ortweb.SessionOptions()
+for dim, size in args["dims"].items():
+    options.add_free_dimension_override_by_name(dim, size)
+providers = args["providers"]
+if args["trust"] or args["verify"]:
+    providers = ortweb.ProviderPolicy(order=providers,
+                                      trust={p: args["trust"] for p in providers},
+                                      verify=args["verify"] or False,
+                                      verify_tolerance=tuple(args["tolerance"]))
 t0 = time.perf_counter()
 sess = await ortweb.InferenceSession.create(
-    js.location.origin + args["model"], providers=args["providers"], cache=False,
+    js.location.origin + args["model"], options, providers=providers, cache=False,
     progress=report if mark else None,
 )
 t1 = time.perf_counter()
@@ -39,6 +48,7 @@ np.savez(args["outputs"], **{f"out_{i}": _storable(o) for i, o in enumerate(outp
 report = {
     "provider": sess.provider,
     "skipped": sess.skipped_providers,
+    "verify": sess.provider_report.verify,
     "inputs": [{"name": a.name, "type": a.type, "shape": a.shape} for a in sess.get_inputs()],
     "outputs": [{"name": a.name, "type": a.type, "shape": a.shape} for a in sess.get_outputs()],
     "create_ms": (t1 - t0) * 1000,

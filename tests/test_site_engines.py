@@ -1,0 +1,107 @@
+"""Engines at packing time: ``ortweb site --providers tract,...`` ships the engine, its
+manifest says so, and the page's sessions run on it; a site that names no other
+engine ships none (tests/test_site.py), and a model the engine is refused for
+fetches none of its files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from ortweb.host.browser import Browser, Runtime
+from ortweb.host.build.site import build_site
+from ortweb.host.serve import StaticServer
+from ortweb.host.sitepage import SiteContext
+from test_site import affine_model, native
+
+pytestmark = pytest.mark.browser
+
+APP = '''\
+import json
+import os
+
+import js
+import numpy as np
+
+import ortweb
+
+x = np.array([[1.5, -2.0, 0.25]], np.float32)
+for name in ("affine.onnx", "int64.onnx"):
+    try:
+        sess = await ortweb.InferenceSession.create(name)  # the site's providers
+    except ortweb.OrtWebError as exc:
+        print("REFUSED", name, type(exc).__name__, str(exc))
+        continue
+    feeds = {"x": x if name == "affine.onnx" else x.astype(np.int64)}
+    (y,) = await sess.run_async(None, feeds)
+    print("RESULT", name, sess.provider, json.dumps(y.tolist()),
+          json.dumps(sess.skipped_providers), sep="\t")
+    await sess.close_async()
+files = [e.name for e in js.performance.getEntriesByType("resource")]
+engine_files = sorted(f.split("/engines/")[1] for f in files if "/engines/" in f)
+print("ENGINE_FILES", json.dumps(engine_files))
+'''
+
+
+def _int64_model() -> bytes:
+    """``y = x + 1`` on int64: a type tract's engine does not pass, refused before it loads."""
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, ["batch", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, ["batch", 3])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "one"], ["y"])], "int64", [x], [y],
+                              [helper.make_tensor("one", TensorProto.INT64, [], [1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             ir_version=8).SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def browser(ortweb_runtime: Runtime) -> Browser:
+    return ortweb_runtime.browser
+
+
+@pytest.fixture(scope="module")
+def tract_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("tract_inputs")
+    (folder / "affine.onnx").write_bytes(affine_model())
+    (folder / "int64.onnx").write_bytes(_int64_model())
+    (folder / "app.py").write_text(APP)
+    site = tmp_path_factory.mktemp("sites") / "tract"
+    build_site(folder / "affine.onnx", folder / "app.py", site, files=[folder / "int64.onnx"],
+               providers=["tract", "wasm"])
+    return site
+
+
+def test_a_site_packed_with_tract_ships_tract_and_nothing_it_does_not_need(tract_site):
+    manifest = json.loads((tract_site / "ortweb-manifest.json").read_text())
+    assert manifest["providers"] == ["tract", "wasm"] and manifest["engines"] == ["tract"]
+    engine_files = sorted(p for p in manifest["files"] if p.startswith("ortweb/engines/"))
+    assert engine_files == ["ortweb/engines/tract/tract-worker.js"]
+    pins = json.loads((Path(__file__).parents[1] / "assets.lock.json").read_text())["engines"]
+    assert manifest["files"][engine_files[0]]["sha256"] == pins["tract/tract-worker.js"]
+    # wasm's build only: no WebGPU build, no wonnx.
+    assert sorted(p.name for p in (tract_site / "ort").iterdir()) == sorted(
+        ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"])
+
+
+def test_the_page_runs_on_the_packed_engine_and_falls_back_where_it_cannot(
+        browser: Browser, tract_site: Path) -> None:
+    with StaticServer(tract_site) as server:
+        with SiteContext(browser, server.url) as ctx, ctx.open(server.url) as page:
+            lines = page.output().splitlines()
+            assert not page.errors and not ctx.blocked
+    results = {line.split("\t")[1]: line.split("\t")[2:] for line in lines
+               if line.startswith("RESULT")}
+    provider, values, skipped = results["affine.onnx"]
+    x = np.array([[1.5, -2.0, 0.25]], np.float32)
+    assert provider == "tract" and json.loads(skipped) == {}
+    np.testing.assert_allclose(np.asarray(json.loads(values), np.float32),
+                               native(affine_model(), x), rtol=1e-6)
+    provider, values, skipped = results["int64.onnx"]
+    assert provider == "wasm", results
+    assert "tensor(int64) is not a type the tract engine" in json.loads(skipped)["tract"]
+    engine_files = json.loads(next(line for line in lines if line.startswith("ENGINE_FILES"))
+                              .split(" ", 1)[1])
+    assert engine_files == ["tract/tract-worker.js"]
