@@ -306,6 +306,46 @@ def test_exec_page_crashing_during_the_install_is_retried_once(
     assert err.strip().endswith("nothing of app.py ran")
 
 
+def test_run_page_crashing_is_run_again_once(tmp_path, monkeypatch, capsys):
+    """ortweb run on a page that crashes runs once more on a new page in a new browser,
+    saying so, with the same answer; a second crash ends it with status 1, named."""
+    from ortweb.cli import main as ortweb_main
+    from ortweb.host.browser import PyodidePage
+
+    model = tmp_path / "int64.onnx"
+    model.write_bytes(samples.int64_model())
+    feeds = {"ids": np.array([4, 0, 7], np.int64),
+             "table": np.arange(30, dtype=np.float32).reshape(10, 3)}
+    save_npz(tmp_path / "in.npz", feeds)
+    real = PyodidePage.run_json
+    crashes = {"left": 1}
+
+    def crash_first(self, code, *args, **kwargs):
+        if crashes["left"] and "ORTWEB_ARGS" in code:
+            crashes["left"] -= 1
+            try:  # a real renderer crash, as Chromium has them
+                self.page.goto("chrome://crash", timeout=5000)
+            except Exception:
+                pass
+        return real(self, code, *args, **kwargs)
+
+    monkeypatch.setattr(PyodidePage, "run_json", crash_first)
+    argv = ["run", str(model), "-i", str(tmp_path / "in.npz"), "--providers", "wasm",
+            "--compare-native", "--json"]
+    assert ortweb_main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "ortweb run: the page crashed; running once more on a new page, in a new browser" in err
+    report = json.loads(out)
+    assert report["ok"] and [c["ok"] for c in report["compare_native"]] == [True, True, True]
+
+    crashes["left"] = 2
+    assert ortweb_main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("ortweb run: the page crashed") == 2
+    assert err.strip().endswith("ortweb run: the page crashed")
+
+
 def test_demo():
     result = ortweb("demo")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -677,3 +677,57 @@ def test_modules_share_one_page_unless_a_test_asks_for_a_fresh_one(
                                            timeout=600)
     result.assert_outcomes(passed=4)
     assert "ortweb pages replaced" not in result.stdout.str()
+
+
+def _crash_boots(monkeypatch: pytest.MonkeyPatch, count: int) -> list[str]:
+    """Crash the renderer (really, with chrome://crash) in the next ``count`` module-page
+    boots, before any test's code; returns how each page had started."""
+    from ortweb.host.browser import PyodidePage
+
+    real = PyodidePage.run_python
+    left = {"n": count}
+    started: list[str] = []
+
+    def crash(self: Any, code: str, *args: Any, **kwargs: Any) -> Any:
+        if code.startswith("import _ortweb_testing\n_ortweb_testing.remember()"):
+            started.append(self.booted_from)
+            if left["n"]:
+                left["n"] -= 1
+                try:
+                    self.page.goto("chrome://crash", timeout=5000)
+                except Exception:
+                    pass
+        return real(self, code, *args, **kwargs)
+
+    monkeypatch.setattr(PyodidePage, "run_python", crash)
+    return started
+
+
+def test_a_page_that_crashes_while_booting_boots_once_more(
+        ortweb_runtime: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing of a test has run in a booting page, so a crash there costs a second boot
+    (without the snapshot, listed in the run's summary), not the test."""
+    from ortweb.host.browser import PageFailure
+    from ortweb.testing._module_page import REPLACED, ModulePage
+
+    started = _crash_boots(monkeypatch, 1)
+    before = len(REPLACED)
+    module_page = ModulePage(ortweb_runtime)
+    try:
+        assert module_page.page.run_json("import json\njson.dumps(6 * 7)") == 42
+        assert module_page.boots == 1
+        assert started == ["snapshot", "fresh"]
+        assert len(REPLACED) == before + 1
+        assert REPLACED[-1] == ("a page failed to boot (the page crashed); booted again "
+                                "without the snapshot (nothing of a test had run)")
+    finally:
+        module_page.close()
+
+    started = _crash_boots(monkeypatch, 2)
+    module_page = ModulePage(ortweb_runtime)
+    try:
+        with pytest.raises(PageFailure, match="the page crashed"):
+            _ = module_page.page
+        assert module_page.boots == 0 and len(started) == 2
+    finally:
+        module_page.close()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..host import inpage
-from ..host.browser import PyodidePage, PythonFailure, Runtime, open_runtime
+from ..host.browser import PageFailure, PyodidePage, PythonFailure, Runtime, open_runtime
 from ..host.external_data import model_data_files
 from ..host.inputs import load_npz, model_inputs, random_inputs, save_npz
 from ..host.native import Comparison, compare_all, run_native
@@ -185,10 +185,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ._endpoints import endpoints, say_dropped
 
     bar = ProgressBar()
-    with open_runtime(args.browser, endpoints=endpoints(args), log=say_dropped) as runtime, \
-            runtime.new_page(webgpu_build=args.webgpu_build, on_output=bar.on_output) as page:
-        run = _execute(runtime, page, args.model, args, args.providers)
-        blocked = page.blocked_requests
+    with open_runtime(args.browser, endpoints=endpoints(args), log=say_dropped) as runtime:
+        for attempt in (1, 2):
+            if attempt == 2:
+                # As ortweb exec does: the retry meets none of what crashed, a new
+                # browser and Python booted afresh instead of from the snapshot.
+                runtime.restart()
+            try:
+                with runtime.new_page(webgpu_build=args.webgpu_build, on_output=bar.on_output,
+                                      snapshot=attempt == 1) as page:
+                    run = _execute(runtime, page, args.model, args, args.providers)
+                    blocked = page.blocked_requests
+                break
+            except PageFailure as exc:
+                # A run only reads the model and its inputs, so running it again on a
+                # new page changes nothing but the time; a model that crashes the
+                # page each time still fails, on the second crash.
+                print(f"ortweb run: {exc}"
+                      + ("; running once more on a new page, in a new browser"
+                         if attempt == 1 else ""), file=sys.stderr)
+                if attempt == 2:
+                    return 1
         where = runtime.where()
     if args.outputs is not None and not run.error:
         save_npz(args.outputs, run.outputs)

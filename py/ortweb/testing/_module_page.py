@@ -7,7 +7,8 @@ driver's background runs with the test's deadline (:mod:`ortweb.host.browser.run
 Python stuck in a loop is interrupted and reported with the place it was stuck
 at (as :class:`BrowserTimeout` with the page's traceback); a run stuck in
 JavaScript, or a page that stopped answering, costs the page, and the next test
-gets a new one.
+gets a new one. A page that crashes while it boots (before any test's code ran)
+is booted once more, without the snapshot, and the run's summary says so.
 """
 
 from __future__ import annotations
@@ -102,7 +103,11 @@ class ModulePage(PageKeeper):
             raise BrowserError(f"ortweb_wheels: {exc}") from None
         self._stack = ExitStack()
         self._folder, self._prefix = self._stack.enter_context(runtime.shared_folder())
-        super().__init__(self._boot)
+        #: Whether the next boot restores the interpreter from the snapshot: not
+        #: after a boot that crashed, so the retry meets as little of it as it can.
+        self._snapshot = True
+        super().__init__(self._boot, attempts=2, retry_on=(PageFailure,),
+                         log=self._boot_failed)
         self._downloads: dict[str, Any] = {}
         self._maps: list[tuple[str, str]] = []
         self._files = 0
@@ -117,8 +122,15 @@ class ModulePage(PageKeeper):
         """The live page (:attr:`page`), booted now if there is none."""
         return self.page
 
+    def _boot_failed(self, message: str) -> None:
+        # The keeper says "a page failed to boot (why); retrying".
+        REPLACED.append(message.replace("; retrying", "; booted again without the snapshot "
+                                        "(nothing of a test had run)"))
+        self._snapshot = False
+
     def _boot(self) -> PyodidePage:
-        page = self.runtime.new_page(webgpu_build=self.webgpu_build)
+        page = self.runtime.new_page(webgpu_build=self.webgpu_build, snapshot=self._snapshot)
+        self._snapshot = True
         try:
             page.page.on("download", self._on_download)
             source = Path(_inpage.__file__).read_text()

@@ -29,6 +29,11 @@ class PageKeeper:
         minutes should not end on that.
     log : callable, optional
         Told about each boot that failed and is tried again.
+    retry_on : tuple of exception types
+        The failures worth another try (default: any :class:`BrowserError`). A holder
+        whose boot fails the same way each time for a fault of its input (a wheel
+        that does not install) retries only :class:`PageFailure`, a page that
+        crashed or closed while booting.
 
     Attributes
     ----------
@@ -39,10 +44,12 @@ class PageKeeper:
     """
 
     def __init__(self, boot: Callable[[], PyodidePage], *, attempts: int = 1,
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None,
+                 retry_on: tuple[type[BaseException], ...] = (BrowserError,)):
         self._make = boot
         self._attempts = max(1, attempts)
         self._log = log
+        self._retry_on = retry_on
         self._page: PyodidePage | None = None
         self.boots = 0
         self.discarded: list[str] = []
@@ -62,7 +69,7 @@ class PageKeeper:
                     self._page = self._make()
                     break
                 except BrowserError as exc:
-                    if attempt == self._attempts:
+                    if attempt == self._attempts or not isinstance(exc, self._retry_on):
                         raise
                     if self._log is not None:
                         self._log(f"a page failed to boot ({str(exc).splitlines()[0]}); "

@@ -11,7 +11,9 @@ page driver (:mod:`ortweb.host.browser.runs`), the page reports each case it
 starts on the console, and the host pumps Playwright's events in between native
 runs. A page that makes no progress for the case timeout counts as hung; a hung
 or crashed page is closed, the case that was running is marked, and the rest of
-its batch continues in a fresh page.
+its batch continues in a fresh page. A crash is a case's verdict only when it
+repeats: Chromium's renderer, here, now and then dies without a message early in a
+page's life (a release-build CHECK), so the case first runs once more, alone.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ class _BrowserRun:
         self.log = log
         self.source = _inpage_source()
         self.results: dict[str, Outcome] = {}
+        #: Cases whose page crashed once and that ran again alone.
+        self.crashed_once: set[str] = set()
         self.stack = ExitStack()
         self.slots = [self._slot(i) for i in range(max(1, jobs))]
 
@@ -250,10 +254,15 @@ class _BrowserRun:
             return [[c] for c in batch]
         culprit = slot.running if 0 <= slot.running < len(batch) else 0
         case = batch[culprit]
+        rest = batch[:culprit] + batch[culprit + 1:]
+        if message.startswith("the page crashed") and case.id not in self.crashed_once:
+            self.crashed_once.add(case.id)
+            self.log(f"  {case.id} [{self.ep}]: {message}; running it again alone in a "
+                     "new page (a crash counts when it repeats)")
+            return [[case]] + ([rest] if rest else [])
         self.results[case.id] = Outcome(error=message, error_type=PageFailure.__name__,
                                         details={"browser": slot.where})
         self.log(f"  {case.id} [{self.ep}]: {message}; continuing in a new page")
-        rest = batch[:culprit] + batch[culprit + 1:]
         return [rest] if rest else []
 
     def _crash_message(self, slot: _Slot) -> str:
