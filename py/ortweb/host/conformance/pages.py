@@ -255,7 +255,9 @@ class _BrowserRun:
         culprit = slot.running if 0 <= slot.running < len(batch) else 0
         case = batch[culprit]
         rest = batch[:culprit] + batch[culprit + 1:]
-        if message.startswith("the page crashed") and case.id not in self.crashed_once:
+        # Only the renderer's own death: a browser elsewhere that went away is
+        # reported as such (its endpoint named), not run again.
+        if message == "the page crashed" and case.id not in self.crashed_once:
             self.crashed_once.add(case.id)
             self.log(f"  {case.id} [{self.ep}]: {message}; running it again alone in a "
                      "new page (a crash counts when it repeats)")
