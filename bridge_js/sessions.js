@@ -140,6 +140,16 @@ export function ortSession(handle) {
 }
 
 /**
+ * The engine session behind a handle (any engine: see engines.js), for the same
+ * code beside the bridge: `ortweb bench` times each engine's own run from plain JS.
+ * @param {number} handle
+ * @returns {EngineSession}
+ */
+export function engineSession(handle) {
+  return entry(handle);
+}
+
+/**
  * Run a session. CPU outputs come back as data; GPU outputs as value handles.
  * @param {number} handle
  * @param {import('./engines.js').FeedSpec[]} feeds

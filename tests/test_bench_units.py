@@ -47,7 +47,10 @@ def test_fixed_keys_are_the_issues() -> None:
         "threads_speedup_resnet50", "web_vs_native_resnet50", "large_load_ratio",
         "large_peak_mem_ratio", "large_warm_ratio", "site_cold_ratio", "site_warm_ratio",
         "site_worker_long_tasks", "site_worker_max_frame_gap_ms", "site_worker_call_extra_ms",
-        "harness_first_page_s", "harness_per_test_ms")
+        "harness_first_page_s", "harness_per_test_ms",
+        *(f"engine_{e}_{key}" for e in ("wasm", "webgpu", "tract", "wonnx")
+          for key in ("tiny_ms", "conv_ms", "digits_ms", "bridge_ratio", "bytes",
+                      "node_pass")))
 
 
 def _result() -> dict:

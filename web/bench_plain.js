@@ -85,6 +85,85 @@ export async function timeRuns(id, data, dims, k) {
   return ms;
 }
 
+/** @type {Map<number, any>} */
+const engines = new Map();
+
+/**
+ * Register the engine session (tract's, wonnx's) behind an ortweb session handle;
+ * returns its id here (ORT-web's sessions go through adoptSession).
+ * @param {number} handle an ortweb bridge session handle
+ */
+export async function adoptEngine(handle) {
+  const { engineSession } = await import('/bridge/sessions.js');
+  const id = nextId++;
+  engines.set(id, engineSession(handle));
+  return id;
+}
+
+/**
+ * Time `k` runs of a one-input tract or wonnx session as a plain-JS app runs that
+ * engine: tract through its worker's own `predict` message (what tractjs's
+ * `model.predict` posts), wonnx through `Session.run` with a new `Input` each call.
+ * @param {number} id from adoptEngine
+ * @param {Float32Array} data
+ * @param {number[]} dims
+ * @param {number} k
+ * @returns {Promise<number>} milliseconds for the k runs
+ */
+export async function timeEngineRuns(id, data, dims, k) {
+  const s = engines.get(id);
+  const src = data.slice(); // own copy, off Pyodide's heap
+  const name = s.inputs[0].name;
+  let sink = 0;
+  const t0 = performance.now();
+  if (s.provider === 'tract') {
+    const { worker, id: modelId } = s.loaded;
+    for (let i = 0; i < k; i++) {
+      const out = await worker.call('predict', { modelId, tensors: [{ data: src, shape: dims }] });
+      for (const t of out) sink += t.data.length;
+    }
+  } else if (s.provider === 'wonnx') {
+    for (let i = 0; i < k; i++) {
+      const input = new s.wonnx.Input();
+      input.insert(name, src);
+      const out = await s.session.run(input);
+      input.free();
+      for (const v of (out instanceof Map ? out.values() : Object.values(out))) sink += v.length;
+    }
+  } else {
+    throw new Error(`timeEngineRuns: no plain-JS run for ${s.provider}`);
+  }
+  const ms = performance.now() - t0;
+  if (sink < 0) throw new Error('unreachable');
+  return ms;
+}
+
+/**
+ * The files a session's engine downloaded before its first run, and their bytes as
+ * served: ORT-web's build (its module, glue and wasm) or the engine's own files.
+ * @param {number} handle an ortweb bridge session handle
+ * @returns {Promise<{files: string[], bytes: number}>}
+ */
+export async function engineBytes(handle) {
+  const { engineSession } = await import('/bridge/sessions.js');
+  const s = engineSession(handle);
+  let files;
+  if (s.provider === 'tract') files = ['/engines/tract/tract-worker.js'];
+  else if (s.provider === 'wonnx') files = ['/engines/wonnx/wonnx.js', '/engines/wonnx/wonnx_bg.wasm'];
+  else {
+    const { buildFiles } = await import('/bridge/runtime.js');
+    files = Object.values(buildFiles(s.build));
+  }
+  let bytes = 0;
+  for (const url of files) {
+    const response = await fetch(url, { cache: 'force-cache' });
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    bytes += (await response.arrayBuffer()).byteLength;
+  }
+  // Paths, not URLs: the same form for every engine, whatever the page's origin.
+  return { files: files.map((url) => new URL(url, location.href).pathname), bytes };
+}
+
 /** Source and destination arrays kept between calls, by byte size. */
 const copyPairs = new Map();
 

@@ -6,7 +6,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-__all__ = ["folded_resnet50", "large_input", "large_model", "unary_model"]
+__all__ = ["engine_models", "folded_resnet50", "large_input", "large_model", "unary_model"]
 
 
 def _cache_dir() -> Path:
@@ -138,3 +138,66 @@ def large_input(dim: int = 4096) -> Any:
     import numpy as np
 
     return (((np.arange(dim) % 17) - 8) / 8).astype(np.float32)[None]
+
+
+def engine_models() -> tuple[dict[str, bytes], dict[str, list[int]]]:
+    """The engines section's models, one set of bytes for every engine, and their input
+    shapes. All are opset 13 (wonnx 0.5.1 refuses opset 17's Softmax) with static
+    shapes and every intermediate shape inferred (wonnx needs both).
+
+    ``tiny``: ``Relu(x + b)``, 64 wide: the fixed cost of a call. ``conv``: two 3x3
+    convolutions over a 3x32x32 image (Conv, Relu, Sigmoid, GlobalAveragePool), ops
+    that every engine's table passes. ``digits``: the digits demo's classifier (a
+    scikit-learn MLP: Gemm, Relu, Softmax), batch fixed to 1; tract's and wonnx's
+    tables refuse its Gemm or Softmax, which the section notes as their reason.
+    """
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ..demo import digits_model
+
+    rng = np.random.default_rng(0)
+
+    def init(name: str, shape: tuple[int, ...], fan_in: int) -> onnx.TensorProto:
+        data = (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+        return numpy_helper.from_array(data, name)
+
+    def io(name: str, shape: list[int]) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+    def model(graph: onnx.GraphProto) -> onnx.ModelProto:
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                 ir_version=8)
+
+    def conv(x: str, w: str, b: str, y: str) -> onnx.NodeProto:
+        return helper.make_node("Conv", [x, w, b], [y], kernel_shape=[3, 3],
+                                pads=[1, 1, 1, 1])
+
+    protos = {
+        "tiny": model(helper.make_graph(
+            [helper.make_node("Add", ["x", "b"], ["xb"]),
+             helper.make_node("Relu", ["xb"], ["y"])],
+            "tiny", [io("x", [1, 64])], [io("y", [1, 64])], [init("b", (64,), 1)])),
+        "conv": model(helper.make_graph(
+            [conv("image", "W1", "B1", "c1"),
+             helper.make_node("Relu", ["c1"], ["a1"]),
+             conv("a1", "W2", "B2", "c2"),
+             helper.make_node("Sigmoid", ["c2"], ["a2"]),
+             helper.make_node("GlobalAveragePool", ["a2"], ["features"])],
+            "conv", [io("image", [1, 3, 32, 32])], [io("features", [1, 8, 1, 1])],
+            [init("W1", (8, 3, 3, 3), 27), init("B1", (8,), 1),
+             init("W2", (8, 8, 3, 3), 72), init("B2", (8,), 1)])),
+    }
+    digits = onnx.load_from_string(digits_model().onnx)
+    for value, size in ((digits.graph.input[0], [1, 64]), (digits.graph.output[0], [1, 10])):
+        for dim, n in zip(value.type.tensor_type.shape.dim, size, strict=True):
+            dim.Clear()
+            dim.dim_value = n
+    for opset in digits.opset_import:
+        if opset.domain in ("", "ai.onnx"):
+            opset.version = 13
+    protos["digits"] = digits
+    models = {name: onnx.shape_inference.infer_shapes(proto, strict_mode=True)
+              .SerializeToString() for name, proto in protos.items()}
+    return models, {"tiny": [1, 64], "conv": [1, 3, 32, 32], "digits": [1, 64]}

@@ -44,6 +44,13 @@ class Plan:
     harness_reps: int = 3
     harness_tests: int = 40
     harness_fresh: int = 5
+    #: The engines section: rounds, runs per block, the node cases each engine runs
+    #: (a regular expression; None: all 1,884) and the seconds without progress after
+    #: which a page counts as hung (wonnx hangs on some ops).
+    engines_pairs: int = 8
+    engines_k: int = 50
+    engines_node_filter: str | None = None
+    engines_case_timeout: float = 45.0
 
     @classmethod
     def quick(cls) -> Plan:
@@ -52,7 +59,8 @@ class Plan:
                    chain_pairs=3, chain_k={1: 2, 16: 1}, threads_reps=3, threads_k=2,
                    cold_reps=2, large_reps=2, large_webgpu=False, large_over2g_mib=0,
                    site_reps=2, site_seconds=5.0, harness_reps=1, harness_tests=20,
-                   harness_fresh=3)
+                   harness_fresh=3, engines_pairs=3, engines_k=20,
+                   engines_node_filter=r"^test_(abs|relu|add|sigmoid|matmul_2d)$")
 
     def transfer_k(self, mb: int) -> int:
         """Transfers per block at ``mb`` MiB: more of the small ones, at least 2."""

@@ -15,6 +15,7 @@ from typing import Any
 from ...testing.samples import matmul_relu_model
 from ..browser import Runtime
 from . import sections as sec
+from .engines import engines
 from .figures import FIXED_KEYS, GOALS, SECTIONS, Recorder
 from .harness import harness
 from .large import large
@@ -103,6 +104,8 @@ def run_bench(
         details += site(runtime, plan, rec, say, notes)
     if "harness" in sections:
         details += harness(plan, rec, say, runtime.browser.executable)
+    if "engines" in sections:
+        details += engines(runtime, plan, rec, say, notes)
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),

@@ -219,6 +219,61 @@ async def bench_chain(mb, k, first):
     return json.dumps(out)
 
 
+_ORT_PROVIDERS = ("wasm", "webgpu")
+
+
+async def bench_engine_open(provider, key):
+    """Model ``key`` on ``provider`` alone (no fallback), warmed up on both sides;
+    the files its engine downloaded and their bytes, or why it could not."""
+    if (provider, key) not in _state:
+        try:
+            sess = await ortweb.InferenceSession.create(_read_model(key), providers=[provider])
+        except Exception as exc:  # the engine's reason, as ortweb gives it
+            return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+        adopt = _plain.adoptSession if provider in _ORT_PROVIDERS else _plain.adoptEngine
+        js_id = await adopt(sess._handle)
+        x = np.random.default_rng(0).standard_normal(_shape(key)).astype(np.float32)
+        _state[(provider, key)] = (sess, js_id, x, to_js(x.ravel()))
+        deadline = time.perf_counter() + WARM_UP_S
+        while True:  # as _wasm_pair: the first runs compile and allocate, not compared
+            await _py_runs(sess, x, 1)
+            await _plain_runs(provider, key, 1)
+            if time.perf_counter() > deadline:
+                break
+    sess = _state[(provider, key)][0]
+    got = (await _plain.engineBytes(sess._handle)).to_py()
+    return json.dumps({"provider": sess.provider, "files": list(got["files"]),
+                       "bytes": int(got["bytes"])})
+
+
+async def _plain_runs(provider, key, k):
+    _, js_id, _, x_js = _state[(provider, key)]
+    dims = to_js(_shape(key))
+    if provider in _ORT_PROVIDERS:
+        return await _plain.timeRuns(js_id, x_js, dims, k) / k
+    return await _plain.timeEngineRuns(js_id, x_js, dims, k) / k
+
+
+async def bench_engine(provider, key, k, first):
+    """One interleaved round on ``provider``: ms per run through ortweb and through
+    the engine's own JS call, on the very same session."""
+    sess, _, x, _ = _state[(provider, key)]
+    out = {}
+    for side in (("py", "js") if first == "py" else ("js", "py")):
+        if side == "py":
+            out["py_ms"] = await _py_runs(sess, x, k)
+        else:
+            out["js_ms"] = await _plain_runs(provider, key, k)
+    return json.dumps(out)
+
+
+async def bench_engine_close():
+    """Close every engine session of the section (tract's workers, wonnx's GPU)."""
+    for name in [n for n in _state if isinstance(n, tuple)]:
+        await _state.pop(name)[0].close_async()
+    return json.dumps(True)
+
+
 async def bench_runtime_info():
     """Threads ORT actually uses, per loaded build, and the page's isolation."""
     info = await ortweb.runtime_info_async()

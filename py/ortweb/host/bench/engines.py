@@ -1,0 +1,118 @@
+"""The engines section: the same models on every engine that can run them, side by side.
+
+One page holds a session of each model on each engine alone (``providers=[name]``,
+no fallback). Per round, in rotating order of engines, each session runs ``k`` times
+through ortweb (``await sess.run_async``) and ``k`` times through the engine's own
+JS call on the very same session (ORT-web's ``session.run``, tract's worker
+``predict`` message, wonnx's ``Session.run``), so the two differ in nothing but the
+bridge. Then the ONNX node suite runs on each engine through the conformance
+runner (``Plan.engines_node_filter`` narrows it).
+
+Figures, per engine ``e`` (``wasm``, ``webgpu``, ``tract``, ``wonnx``):
+``engine_<e>_<model>_ms`` (ortweb, per run); ``engine_<e>_bridge_ratio`` (ortweb /
+the engine's own call, per round, on the conv model; each model's in the
+details); ``engine_<e>_bytes`` (the engine's files as served: ORT-web's build,
+tractjs's worker, wonnx's JS and wasm); ``engine_<e>_node_pass`` (node cases
+passed). An engine that cannot run a model records nothing for it, and its reason
+goes to the notes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..browser import Runtime
+from .figures import Recorder, alternate, ratios
+from .models import engine_models
+from .pages import bench_page, call
+from .plan import Plan
+
+__all__ = ["ENGINE_MODELS", "ENGINE_NAMES", "RATIO_MODEL", "engines"]
+
+Say = Callable[[str], None]
+
+#: The engines, by their provider names, in the default rule's order.
+ENGINE_NAMES: Final = ("wasm", "webgpu", "tract", "wonnx")
+#: The models every engine is tried on (see :func:`.models.engine_models`).
+ENGINE_MODELS: Final = ("tiny", "conv", "digits")
+#: The model of the bridge-ratio figure: one that every engine runs and that does
+#: real work. On ``tiny`` a run is mostly the fixed cost of a call, which the
+#: ratio's detail row shows.
+RATIO_MODEL: Final = "conv"
+
+
+def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
+            notes: dict[str, Any]) -> list[str]:
+    """Run the section into ``rec``; returns its detail keys."""
+    models, shapes = engine_models()
+    details: list[str] = []
+    skipped: dict[str, str] = {}
+    with runtime.shared_folder() as (folder, prefix):
+        for name, data in models.items():
+            (folder / f"engine_{name}.onnx").write_bytes(data)
+        page = bench_page(runtime, {n: prefix + f"engine_{n}.onnx" for n in models}, shapes,
+                          threads=1)
+        try:
+            ready: list[tuple[str, str]] = []
+            for engine in ENGINE_NAMES:
+                for model in ENGINE_MODELS:
+                    opened = call(page, f"await bench_engine_open({engine!r}, {model!r})")
+                    if "error" in opened:
+                        skipped[f"{engine}/{model}"] = opened["error"]
+                        say(f"bench: engines: {engine} cannot run {model}: {opened['error']}")
+                        continue
+                    if opened["provider"] != engine:
+                        raise RuntimeError(f"{model} asked for {engine} alone and ran on "
+                                           f"{opened['provider']}")
+                    rec.samples[f"engine_{engine}_bytes"] = [float(opened["bytes"])]
+                    notes.setdefault("engine_files", {})[engine] = opened["files"]
+                    ready.append((engine, model))
+            say(f"bench: engines: {plan.engines_pairs} rounds on {len(ready)} engine/model "
+                "pairs, ortweb against each engine's own JS call")
+            py: dict[tuple[str, str], list[float]] = {pair: [] for pair in ready}
+            js: dict[tuple[str, str], list[float]] = {pair: [] for pair in ready}
+            for i in range(plan.engines_pairs):
+                shift = i % max(1, len(ready))
+                for engine, model in ready[shift:] + ready[:shift]:
+                    k = plan.engines_k
+                    out = call(page, f"await bench_engine({engine!r}, {model!r}, {k}, "
+                                     f"{alternate(i)!r})")
+                    py[(engine, model)].append(out["py_ms"])
+                    js[(engine, model)].append(out["js_ms"])
+            for engine, model in ready:
+                pair = (engine, model)
+                rec.add(f"engine_{engine}_{model}_ms", py[pair])
+                if model == RATIO_MODEL:
+                    rec.add(f"engine_{engine}_bridge_ratio", ratios(py[pair], js[pair]))
+                rec.add(f"engine_{engine}_{model}_bridge_ratio", ratios(py[pair], js[pair]))
+                rec.add(f"engine_{engine}_{model}_plain_js_ms", js[pair])
+                details += [f"engine_{engine}_{model}_bridge_ratio",
+                            f"engine_{engine}_{model}_plain_js_ms"]
+            call(page, "await bench_engine_close()")
+        finally:
+            page.close()
+    notes["engine_skipped"] = skipped
+    _node_suite(runtime, plan, rec, say, notes)
+    return details
+
+
+def _node_suite(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
+                notes: dict[str, Any]) -> None:
+    """``engine_<e>_node_pass``: the node suite (or the plan's part of it) per engine."""
+    from ..conformance import Status, load_cases, run_conformance
+
+    cases = load_cases(["node"], plan.engines_node_filter)
+    say(f"bench: engines: {len(cases)} node cases on {', '.join(ENGINE_NAMES)}")
+    results = run_conformance(runtime, cases, ENGINE_NAMES,
+                              case_timeout=lambda ep: plan.engines_case_timeout,
+                              log=lambda line: None)
+    for engine, (per_case, seconds) in results.items():
+        passed = sum(r.verdict.status is Status.PASS for r in per_case)
+        rec.samples[f"engine_{engine}_node_pass"] = [float(passed)]
+        notes.setdefault("engine_node_suite", {})[engine] = {
+            "cases": len(per_case), "passed": passed, "seconds": round(seconds, 1),
+            "filter": plan.engines_node_filter}
+    say("bench: engines: node suite " + json.dumps(
+        {e: notes["engine_node_suite"][e]["passed"] for e in results}))
