@@ -408,8 +408,9 @@ def test_site_ships_and_verifies_the_data_file(ortweb_runtime, saved, tmp_path):
     manifest = json.loads((site / "ortweb-manifest.json").read_text())
     import hashlib
 
-    assert manifest["files"][f"app/{DATA}"] == {
-        "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    entry = manifest["files"][f"app/{DATA}"]
+    assert {k: entry[k] for k in ("size", "sha256", "first_visit")} == {
+        "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "first_visit": True}
     sess = ort.InferenceSession(str(saved), providers=["CPUExecutionProvider"])
     want = sess.run(None, {"x": np.array([[0.5, -1.0, 2.0, 0.25]], np.float32)})[0]
     browser = ortweb_runtime.browser

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import os
 import signal
@@ -55,12 +56,12 @@ MIME_CASES = {
 
 
 def _request(
-    srv: StaticServer, path: str, method: str = "GET"
+    srv: StaticServer, path: str, method: str = "GET", headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, str], bytes]:
     """Send ``path`` verbatim (http.client does not normalise it)."""
     conn = http.client.HTTPConnection(srv.host, srv.port, timeout=5)
     try:
-        conn.request(method, path)
+        conn.request(method, path, headers=headers or {})
         resp = conn.getresponse()
         body = resp.read()
         headers = {k.lower(): v for k, v in resp.getheaders()}
@@ -556,3 +557,83 @@ def test_serve_forever_until_interrupt(site: Path) -> None:
     assert proc.returncode == 0, err
     assert "Stopped." in out
     assert "GET /notes.txt" in err
+
+
+# -- precompressed files ------------------------------------------------------
+
+
+@pytest.fixture
+def packed(tmp_path: Path) -> tuple[Path, bytes]:
+    """``app.js`` with a ``.br`` and a ``.gz`` beside it, as ``ortweb site`` writes them."""
+    import brotli
+
+    root = tmp_path / "packed"
+    root.mkdir()
+    data = b"export const x = 1;\n" * 500
+    (root / "app.js").write_bytes(data)
+    (root / "app.js.br").write_bytes(brotli.compress(data))
+    (root / "app.js.gz").write_bytes(gzip.compress(data))
+    (root / "plain.js").write_bytes(data)
+    return root, data
+
+
+@pytest.mark.parametrize(("accept", "encoding"), [
+    ("gzip, deflate, br, zstd", "br"),  # Chromium's
+    ("gzip", "gzip"),
+    ("br;q=0, gzip;q=0.5", "gzip"),
+    ("*", "br"),
+    ("identity", None),
+    ("br;q=0, gzip;q=0", None),
+    (None, None),
+])
+def test_precompressed_file_by_accept_encoding(packed: tuple[Path, bytes], accept: str | None,
+                                               encoding: str | None) -> None:
+    import brotli
+
+    root, data = packed
+    with StaticServer(root) as srv:
+        status, headers, body = _request(srv, "/app.js",
+                                         headers={"Accept-Encoding": accept} if accept else {})
+        head_status, head_headers, head_body = _request(
+            srv, "/app.js", "HEAD", headers={"Accept-Encoding": accept} if accept else {})
+    assert status == head_status == 200 and head_body == b""
+    assert headers.get("content-encoding") == encoding, headers
+    assert headers["content-type"] == "text/javascript"
+    assert headers["vary"] == "Accept-Encoding"  # whichever was sent: caches must key on it
+    assert int(headers["content-length"]) == len(body)
+    assert {k: v for k, v in head_headers.items() if k != "date"} == \
+        {k: v for k, v in headers.items() if k != "date"}
+    decoded = {"br": brotli.decompress, "gzip": gzip.decompress, None: bytes}[encoding](body)
+    assert decoded == data
+
+
+def test_a_file_without_copies_or_with_stale_ones_is_sent_plain(packed: tuple[Path, bytes]
+                                                               ) -> None:
+    root, data = packed
+    old = time.time() - 60
+    os.utime(root / "app.js.br", (old, old))  # the file was rewritten after its .br
+    with StaticServer(root) as srv:
+        _, plain_headers, _ = _request(srv, "/plain.js", headers={"Accept-Encoding": "br"})
+        _, headers, body = _request(srv, "/app.js", headers={"Accept-Encoding": "br"})
+        _, gz_headers, _ = _request(srv, "/app.js", headers={"Accept-Encoding": "br, gzip"})
+    assert "content-encoding" not in plain_headers and "vary" not in plain_headers
+    assert "content-encoding" not in headers and body == data
+    assert gz_headers["content-encoding"] == "gzip"
+
+
+def test_a_folder_sends_its_index_precompressed(tmp_path: Path) -> None:
+    import brotli
+
+    page = b"<!doctype html><title>x</title>" * 100
+    (tmp_path / "sub").mkdir()
+    for folder in (tmp_path, tmp_path / "sub"):
+        (folder / "index.html").write_bytes(page)
+        (folder / "index.html.br").write_bytes(brotli.compress(page))
+    with StaticServer(tmp_path) as srv:
+        for path in ("/", "/sub/", "/?v=1"):
+            status, headers, body = _request(srv, path, headers={"Accept-Encoding": "br"})
+            assert status == 200 and headers["content-encoding"] == "br", path
+            assert headers["content-type"] == "text/html; charset=utf-8"
+            assert brotli.decompress(body) == page
+        status, headers, _ = _request(srv, "/sub", headers={"Accept-Encoding": "br"})
+        assert status == 301 and "content-encoding" not in headers  # the redirect, as before

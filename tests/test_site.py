@@ -174,6 +174,12 @@ def app_page(app_context: SiteContext, app_server: StaticServer):
     assert not errors, f"uncaught page errors: {errors}"
 
 
+def _shipped(folder: Path) -> list[Path]:
+    """The files under ``folder``, less the ``.br``/``.gz`` copies written beside them."""
+    return [p for p in folder.rglob("*") if p.is_file() and not (
+        p.suffix in (".br", ".gz") and p.with_name(p.name[:-len(p.suffix)]).is_file())]
+
+
 def _manifest(site: Path) -> dict:
     return json.loads((site / MANIFEST_NAME).read_text())
 
@@ -202,7 +208,7 @@ def _importmap(site: Path) -> dict:
 
 def test_manifest_lists_every_file_with_size_and_sha256(app_site: Path) -> None:
     manifest = _manifest(app_site)
-    on_disk = {p.relative_to(app_site).as_posix() for p in app_site.rglob("*") if p.is_file()}
+    on_disk = {p.relative_to(app_site).as_posix() for p in _shipped(app_site)}
     assert set(manifest["files"]) == on_disk - {MANIFEST_NAME}
     for rel, meta in manifest["files"].items():
         data = (app_site / rel).read_bytes()
@@ -214,14 +220,14 @@ def test_manifest_lists_every_file_with_size_and_sha256(app_site: Path) -> None:
 
 def test_ships_only_what_the_providers_need(inputs: dict[str, Path], tmp_path: Path) -> None:
     wasm_only = _build(inputs, tmp_path / "wasm")
-    assert sorted(p.name for p in (wasm_only / "ort").iterdir()) == sorted(
+    assert sorted(p.name for p in _shipped(wasm_only / "ort")) == sorted(
         ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"])
     gpu = _build(inputs, tmp_path / "gpu", providers=["webgpu"])
-    assert sorted(p.name for p in (gpu / "ort").iterdir()) == sorted(
+    assert sorted(p.name for p in _shipped(gpu / "ort")) == sorted(
         ["ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs",
          "ort-wasm-simd-threaded.asyncify.wasm"])
     both = _build(inputs, tmp_path / "both", providers=["webgpu", "wasm"], webgpu_build="jsep")
-    assert {p.name for p in (both / "ort").iterdir()} == set(
+    assert {p.name for p in _shipped(both / "ort")} == set(
         ort_files(["webgpu", "wasm"], "jsep"))
     assert "ort-wasm-simd-threaded.jsep.wasm" in ort_files(["webgpu"], "jsep")
     # No other engine unless the providers name one (tests/test_site_engines.py).
@@ -266,7 +272,7 @@ def test_integrity_of_every_script(app_site: Path) -> None:
     for src in ("ortweb/boot.js", "ortweb-sw.js", "style.css"):
         assert by_src[src] == _sri(app_site / src), src
     integrity = _importmap(app_site)["integrity"]
-    modules = [p for p in app_site.rglob("*") if p.suffix in (".js", ".mjs")
+    modules = [p for p in _shipped(app_site) if p.suffix in (".js", ".mjs")
                and p.name != "ortweb-sw.js"]
     assert modules
     for path in modules:
@@ -334,12 +340,20 @@ def test_cli_prints_size_and_largest_files(inputs: dict[str, Path], tmp_path: Pa
                           "--file", str(inputs["notes"]), "--file", str(inputs["helper_mod"])])
     text = capsys.readouterr().out
     assert status == 0, text
-    total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    total = sum(p.stat().st_size for p in _shipped(out))
     assert f"{total / (1024 * 1024):.1f} MB" in text
     assert "largest files:" in text and "ort/ort-wasm-simd-threaded.wasm" in text
     lines = text.splitlines()
     first = lines.index("largest files:") + 1
     assert lines[first].split()[-1] == "ort/ort-wasm-simd-threaded.wasm"
+    # The byte table: what a first visit downloads, raw and compressed.
+    totals = _manifest(out)["first_visit"]
+    assert (f"first visit: {totals['files']} files, {totals['raw'] / (1024 * 1024):.1f} MB raw, "
+            f"{totals['br'] / (1024 * 1024):.1f} MB with brotli") in text
+    row = next(ln.split() for ln in lines if ln.endswith(" ort/ort-wasm-simd-threaded.wasm")
+               and ln.split()[0] in ("first", "later"))
+    assert row[0] == "first" and row[1:3] == ["13.6", "MB"], row
+    assert next(ln.split()[0] for ln in lines if ln.endswith(" _headers")) == "later"
     # Usage errors exit 2 with the reason.
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "x").write_text("x")
@@ -403,7 +417,7 @@ def test_cdn_site_is_light_and_pinned(inputs: dict[str, Path], tmp_path: Path) -
     site = _build(inputs, tmp_path / "cdn", assets_mode="cdn", snapshot=False)
     assets = find_assets()
     assert not (site / "ort").exists()
-    assert sorted(p.name for p in (site / "pyodide").iterdir()) == [
+    assert sorted(p.name for p in _shipped(site / "pyodide")) == [
         f"onnxruntime-{ORT_WEB}-py3-none-any.whl", "ortweb-0.1.0-py3-none-any.whl",
         "pyodide-lock.json"]
     assert _manifest(site)["total_size"] < 1_000_000
@@ -440,6 +454,59 @@ def test_sha256_fallback_matches_hashlib() -> None:
     expected = [hashlib.sha256(bytes((i * 31 + 7) & 255 for i in range(n))).hexdigest()
                 for n in sizes]
     assert out == expected
+
+
+def test_precompressed_copies_beside_the_files_and_the_first_visit(app_site: Path) -> None:
+    import gzip
+
+    import brotli
+
+    manifest = _manifest(app_site)
+    files = manifest["files"]
+    for rel, meta in files.items():
+        data = (app_site / rel).read_bytes()
+        encodings = meta.get("encodings", {})
+        for encoding, decode, suffix in (("br", brotli.decompress, ".br"),
+                                         ("gzip", gzip.decompress, ".gz")):
+            copy = app_site / (rel + suffix)
+            assert copy.is_file() == (encoding in encodings), rel
+            if encoding in encodings:
+                packed = copy.read_bytes()
+                assert len(packed) == encodings[encoding] <= 0.9 * len(data), rel
+                assert decode(packed) == data, rel
+    # What gains is compressed; what is packed already (wheels, zips, the gzipped
+    # snapshot) or tiny is left plain.
+    assert files["ort/ort-wasm-simd-threaded.wasm"]["encodings"]["br"] < \
+        files["ort/ort-wasm-simd-threaded.wasm"]["size"] / 3
+    assert "encodings" in files["pyodide/pyodide.asm.wasm"]
+    for rel in files:
+        if rel.endswith((".whl", ".zip", ".gz")):
+            assert "encodings" not in files[rel], rel
+    # A first visit: the page and its service worker (registered before the downloads,
+    # which it stores), what its boot loads, the first provider's build; not the host's
+    # _headers.
+    first = {rel for rel, meta in files.items() if meta["first_visit"]}
+    assert {"index.html", "ortweb-sw.js", "ortweb/boot.js", "pyodide/pyodide.asm.wasm",
+            "app/affine.onnx", "ort/ort-wasm-simd-threaded.wasm"} <= first
+    assert "_headers" not in first
+    totals = manifest["first_visit"]
+    assert totals["files"] == len(first)
+    assert totals["raw"] == sum(files[r]["size"] for r in first)
+    assert totals["br"] == sum(files[r].get("encodings", {}).get("br", files[r]["size"])
+                               for r in first) < totals["gzip"] < totals["raw"]
+
+
+def test_uncompressed_sites_and_rebuilds(inputs: dict[str, Path], tmp_path: Path) -> None:
+    plain = _build(inputs, tmp_path / "plain", compress=False)
+    assert not [p for p in plain.rglob("*") if p.suffix == ".br"]
+    assert all("encodings" not in m for m in _manifest(plain)["files"].values())
+    # A site folder with its copies is still one ortweb wrote: rebuilt without --force,
+    # and a stray copy the manifest does not account for makes it someone else's.
+    again = _build(inputs, tmp_path / "again")
+    _build(inputs, again)
+    (again / "notes.br").write_bytes(b"not ours")
+    with pytest.raises(SiteError, match="not written by `ortweb site`"):
+        _build(inputs, again)
 
 
 # -- ortweb serve (the command, in its own process) -----------------------------------------
@@ -532,6 +599,42 @@ def test_window_ortweb_calls_python_functions(app_page) -> None:
     assert "KeyError: 'missing on purpose'" in error_box
     with pytest.raises(SiteFailure, match="defines no function '_private'"):
         app_page.call("_private")
+
+
+@pytest.mark.browser
+def test_the_page_downloads_compressed_and_only_first_visit_files(app_page, app_site: Path,
+                                                                   app_server) -> None:
+    script = """() => [...performance.getEntriesByType('navigation'),
+        ...performance.getEntriesByType('resource')].map(
+        (e) => [e.name, e.encodedBodySize, e.decodedBodySize, e.workerStart])"""
+
+    def entries(realms: list) -> list[tuple[str, int, int, float]]:
+        return [(url.split("?")[0].removeprefix(app_server.url) or "index.html", enc, dec, sw)
+                for realm in realms for url, enc, dec, sw in realm.evaluate(script)]
+
+    # What the page and its worker asked for; the service worker's own fetches (those
+    # it answered them with, and its storing the rest of the site afterwards) are in
+    # its realm.
+    page = entries([app_page.page, *app_page.page.workers])
+    service_worker = entries(list(app_page.page.context.service_workers))
+    assert service_worker, "the site's service worker took no part"
+    files = _manifest(app_site)["files"]
+    first = {rel for rel, meta in files.items() if meta["first_visit"]}
+    asked = {rel for rel, *_ in page}
+    assert asked <= first, sorted(asked - first)
+    # Every large first-visit file came (snapshot_maker.js is for a browser that cannot
+    # restore the snapshot: listed, small, and not needed here).
+    assert {r for r in first if files[r]["size"] > 50_000} <= asked, sorted(first - asked)
+    # On the wire (not through the service worker, which hands the page decoded
+    # copies): brotli where the site has it, as `ortweb serve` sends it to Chromium,
+    # and the page's sha256 checks passed on the decoded bytes (the script ran).
+    wire = [(rel, enc, dec) for rel, enc, dec, via_sw in page + service_worker
+            if not via_sw and enc and dec and rel in files]  # 0, 0: from the browser's cache
+    assert {"index.html", "pyodide/pyodide.asm.wasm"} <= {rel for rel, *_ in wire}, wire
+    for rel, encoded, decoded in wire:
+        meta = files[rel]
+        assert decoded == meta["size"], rel
+        assert encoded == meta.get("encodings", {}).get("br", meta["size"]), rel
 
 
 @pytest.mark.browser
@@ -687,6 +790,28 @@ def test_cdn_page_runs_and_refuses_a_changed_file(browser: Browser, inputs,
                          tamper=flip_last_byte("/pyodide.mjs")) as ctx:
             with pytest.raises(SiteFailure, match=r"pyodide\.mjs(.|\n)*integrity"):
                 ctx.open(server.url, timeout=120)
+
+
+@pytest.mark.browser
+def test_a_changed_precompressed_copy_is_refused_by_name(browser: Browser, inputs,
+                                                         tmp_path: Path) -> None:
+    import brotli
+
+    site = _build(inputs, tmp_path / "br")
+    runner = site / "ortweb" / "site_runner.py"
+    assert (site / "ortweb" / "site_runner.py.br").is_file()
+    # A valid brotli stream of other bytes: what the browser decodes fails the sha256
+    # the manifest holds for the file itself.
+    (site / "ortweb" / "site_runner.py.br").write_bytes(
+        brotli.compress(runner.read_bytes() + b"\nimport os; os.remove('/')\n"))
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        with pytest.raises(SiteFailure, match=r"site_runner\.py does not match the site's "
+                                              "manifest"):
+            ctx.open(server.url, timeout=120)
+        # The same file asked for without brotli comes plain and is good.
+        status, headers, body = _get(server.url, "/ortweb/site_runner.py")
+        assert status == 200 and "content-encoding" not in headers
+        assert body == runner.read_bytes()
 
 
 @pytest.mark.browser

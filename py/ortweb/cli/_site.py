@@ -50,6 +50,10 @@ def add_site_arguments(parser: argparse.ArgumentParser) -> None:
                         help="ship no bytecode of the Pyodide packages (compiled here in "
                              "headless Chromium, about 1.7 MB; it spares every visit compiling "
                              "their source)")
+    parser.add_argument("--no-compress", dest="compress", action="store_false",
+                        help="write no NAME.br / NAME.gz beside the files (brotli 11 and gzip "
+                             "9, made once per machine and kept by content; `ortweb serve` "
+                             "and hosts that serve precompressed files send them)")
     parser.add_argument("--force", action="store_true",
                         help="replace a non-empty folder that `ortweb site` did not write")
 
@@ -62,7 +66,8 @@ def cmd_site(args: argparse.Namespace) -> int:
             args.model, args.script, args.out, title=args.title, providers=args.providers,
             template=args.template, assets_mode=args.assets, files=args.file,
             wheels=args.wheel, webgpu_build=args.webgpu_build, worker=args.worker,
-            snapshot=args.snapshot, bytecode=args.bytecode, force=args.force,
+            snapshot=args.snapshot, bytecode=args.bytecode, compress=args.compress,
+            force=args.force,
         )
     except SiteError as exc:
         raise UsageError(str(exc)) from None

@@ -1,10 +1,12 @@
 """The static file server of the CLI, the test harness and ``ortweb serve`` (loopback use).
 
 :mod:`http.server` serves files (``index.html``, HEAD, redirects; no listings); ortweb adds
-mounts, isolation headers, a fixed MIME map, 405 for methods but GET and HEAD, and path
-checks (the harness mounts temporary folders next to user data): a path any of whose
-percent-decodings holds ``..``, ``\\``, a control character or an absolute path gets 403,
-as does one whose real path leaves its mount."""
+mounts, isolation headers, a fixed MIME map, 405 for methods but GET and HEAD, the
+precompressed ``NAME.br``/``NAME.gz`` that ``ortweb site`` writes (sent with
+``Content-Encoding`` to a client whose ``Accept-Encoding`` allows it, ``Vary`` on every
+answer for such a file), and path checks (the harness mounts temporary folders next to
+user data): a path any of whose percent-decodings holds ``..``, ``\\``, a control
+character or an absolute path gets 403, as does one whose real path leaves its mount."""
 
 from __future__ import annotations
 
@@ -43,6 +45,30 @@ def content_type_for(path: PathLike) -> str:
     return _MIME.get(os.path.splitext(os.fspath(path))[1].lower(), "application/octet-stream")
 
 
+#: Content-Encoding → the suffix of the precompressed copy, in order of preference.
+_ENCODINGS = {"br": ".br", "gzip": ".gz"}
+
+
+def _accepted(header: str) -> set[str]:
+    """The codings an ``Accept-Encoding`` header allows (``q=0`` refuses; ``*`` is any)."""
+    allowed: set[str] = set()
+    for item in header.split(","):
+        name, _, params = item.strip().partition(";")
+        q = 1.0
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if q > 0 and name.strip():
+            allowed.add(name.strip().lower())
+    if "*" in allowed:
+        allowed |= set(_ENCODINGS)
+    return allowed
+
+
 class _Refused(Exception):
     """From ``translate_path``: answer with the HTTP status ``args[0]``."""
 
@@ -65,7 +91,11 @@ class _Handler(SimpleHTTPRequestHandler):
             self.send_error(HTTPStatus.METHOD_NOT_ALLOWED)
         return self.command in ("GET", "HEAD")
 
+    _vary = False  # whether this response's file has precompressed siblings
+
     def end_headers(self) -> None:
+        if self._vary:  # caches must key this response by what the client accepts
+            self.send_header("Vary", "Accept-Encoding")
         # On every response: a page is isolated only if all its subresources agree.
         for policy, value in [("Opener", "same-origin"), ("Embedder", "require-corp"),
                               ("Resource", "same-origin")] if self.server.owner.isolation else []:
@@ -79,11 +109,44 @@ class _Handler(SimpleHTTPRequestHandler):
     def send_head(self) -> Any:
         # A file rewritten within a second of Last-Modified would get a stale 304.
         del self.headers["If-Modified-Since"]
+        self._vary = False
         try:
-            return super().send_head()
+            encoded = self._precompressed(self.translate_path(self.path))
+            return super().send_head() if encoded is None else self._send_encoded(*encoded)
         except _Refused as refused:
             self.send_error(refused.args[0])
             return None
+
+    def _precompressed(self, path: str) -> tuple[str, str, str] | None:
+        """``(encoding, its file, the plain file)`` to send for ``path``: the ``.br``
+        or ``.gz`` written beside it (by ``ortweb site``), when the client accepts
+        that encoding and the copy is not older than the file."""
+        if os.path.isdir(path) and self.path.partition("?")[0].endswith("/"):
+            path = os.path.join(path, "index.html")  # what send_head would send
+        if not os.path.isfile(path):
+            return None
+        plain = os.stat(path).st_mtime
+        siblings = {enc: path + suffix for enc, suffix in _ENCODINGS.items()
+                    if os.path.isfile(path + suffix) and os.stat(path + suffix).st_mtime >= plain}
+        self._vary = bool(siblings)
+        accepted = _accepted(self.headers.get("Accept-Encoding", ""))
+        enc = next((e for e in _ENCODINGS if e in siblings and e in accepted), None)
+        return None if enc is None else (enc, siblings[enc], path)
+
+    def _send_encoded(self, encoding: str, file: str, plain: str) -> Any:
+        f = open(file, "rb")  # the caller (do_GET/do_HEAD) closes it
+        try:
+            stat = os.fstat(f.fileno())
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", self.guess_type(plain))
+            self.send_header("Content-Encoding", encoding)
+            self.send_header("Content-Length", str(stat.st_size))
+            self.send_header("Last-Modified", self.date_time_string(int(stat.st_mtime)))
+            self.end_headers()
+        except BaseException:
+            f.close()
+            raise
+        return f
 
     def translate_path(self, path: str) -> str:
         forms = [path.partition("?")[0].partition("#")[0]]  # and each percent-decoding of it

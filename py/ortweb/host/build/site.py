@@ -53,6 +53,7 @@ from .pyodide_bytecode import Bytecode, make_bytecode
 from .pyodide_snapshot import JSPI as SNAPSHOT_JSPI
 from .pyodide_snapshot import Snapshot, make_snapshot, module_imports
 from .requirements import resolve_offline
+from .site_compress import compress_files
 from .site_files import (
     GENERATOR,
     MANIFEST_NAME,
@@ -61,8 +62,10 @@ from .site_files import (
     SiteFile,
     SiteReport,
     SiteWriter,
+    first_visit,
     format_size,
     read_manifest,
+    visit_totals,
 )
 from .site_folder import check_out, replace_folder
 from .site_inputs import check_inputs, model_data, needed_packages, ort_files
@@ -127,6 +130,7 @@ def build_site(
     worker: bool = True,
     snapshot: bool = True,
     bytecode: bool = True,
+    compress: bool = True,
     force: bool = False,
     assets: Assets | None = None,
     extra_context: dict[str, Any] | None = None,
@@ -176,6 +180,10 @@ def build_site(
         Ship the bytecode of the Pyodide packages the site loads, compiled here in
         headless Chromium (:mod:`.pyodide_bytecode`; about 1.7 MB for numpy and
         ortweb), so no visit compiles their Python source. Not with ``assets_mode='cdn'``.
+    compress : bool
+        Write ``NAME.br`` and ``NAME.gz`` beside each file that compresses
+        (:mod:`.site_compress`), for hosts that serve precompressed files (``ortweb
+        serve`` does); their sizes go to the manifest and the report's byte table.
     force : bool
         Replace a non-empty folder ``ortweb site`` did not write.
     assets : Assets, optional
@@ -217,7 +225,7 @@ def build_site(
             title=title or script.name,
             providers=providers, template_dir=template_dir, assets_mode=assets_mode,
             webgpu_build=webgpu_build, worker=worker, snapshot=snapshot, bytecode=bytecode,
-            assets=assets,
+            compress=compress, assets=assets,
             python_files=python_files, extra_context=extra_context or {},
         )
         # mkdtemp makes the folder private; a static host must be able to read it.
@@ -246,6 +254,7 @@ def _write(
     worker: bool,
     snapshot: bool,
     bytecode: bool,
+    compress: bool,
     assets: Assets,
     python_files: list[Path],
     extra_context: dict[str, Any],
@@ -379,6 +388,7 @@ def _write(
     }
     head = page_head(loads.integrity, config, sw.sri, b.digests["ortweb/boot.js"].sri)
 
+    before_template = set(b.digests)
     render_template(b, template_dir, {
         **extra_context,
         "title": title,
@@ -393,6 +403,25 @@ def _write(
     })
 
     site_files = b.files()
+    # What a first visit downloads before the script's first result: the page and its
+    # service worker, what boot.js loads, and the engine of the first provider (the one
+    # the first session tries: the other ORT build and later providers' engines are for
+    # fallbacks).
+    from ..._engines import engine_of
+
+    lead = engine_of(providers[0]).name if providers else "ort"
+    lead_files = ([f"ort/{n}" for n in ort_files(providers[:1], webgpu_build, assets)]
+                  if lead == "ort" else
+                  [p for p in b.digests if p.startswith(f"ortweb/engines/{lead}/")])
+    # The service worker is registered before the downloads, which it then stores.
+    first = first_visit(loads, page=set(b.digests) - before_template | {SW_SCRIPT},
+                        lead=lead_files)
+    encoded = ({c.path: c.encoded for c in compress_files(
+        root, [(f.path, f.size, f.sha256) for f in site_files],
+        assets.root / "build" / "compressed")} if compress else {})
+    entries = {f.path: {"size": f.size, "sha256": f.sha256, "first_visit": f.path in first,
+                        **({"encodings": encoded[f.path]} if encoded.get(f.path) else {})}
+               for f in site_files}
     manifest = {
         "generator": GENERATOR,
         "ortweb": __version__,
@@ -406,8 +435,10 @@ def _write(
         "wheels": [info.path.name for info in plan.wheels],
         "template": template_dir.name,
         "total_size": sum(f.size for f in site_files),
-        "files": {f.path: {"size": f.size, "sha256": f.sha256} for f in site_files},
+        "first_visit": visit_totals(entries),
+        "files": entries,
     }
     (root / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
     return SiteReport(root, site_files, assets_mode, providers, packages, title, template_dir,
-                      snapshot=made.reason or "shipped", bytecode=compiled.reason or "shipped")
+                      snapshot=made.reason or "shipped", bytecode=compiled.reason or "shipped",
+                      entries=entries)

@@ -16,6 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote
 
 from ..errors import SiteError
 
@@ -30,8 +31,10 @@ __all__ = [
     "SiteReport",
     "SiteWriter",
     "digest_file",
+    "first_visit",
     "format_size",
     "read_manifest",
+    "visit_totals",
 ]
 
 MANIFEST_NAME: Final = "ortweb-manifest.json"
@@ -68,6 +71,8 @@ class SiteReport:
     snapshot: str = "shipped"
     #: ``"shipped"``, or why the site has no bytecode of its packages.
     bytecode: str = "shipped"
+    #: The manifest's ``files``: path → size, sha256, ``first_visit``, ``encodings``.
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def total_size(self) -> int:
@@ -89,7 +94,32 @@ class SiteReport:
         width = max((len(format_size(f.size)) for f in self.largest(count)), default=0)
         for f in self.largest(count):
             lines.append(f"  {format_size(f.size):>{width}}  {f.path}")
+        if self.entries:
+            lines.append(self.byte_table())
         return "\n".join(lines)
+
+    def byte_table(self) -> str:
+        """What a visit downloads, file by file: raw, brotli and gzip sizes (as
+        written beside it; ``-`` where the file is left plain), and whether the
+        first result waits for it (``first``) or only a fallback, an offline copy or
+        the host needs it (``later``). First-visit files first, largest first."""
+        rows = sorted(self.entries.items(),
+                      key=lambda kv: (not kv[1]["first_visit"], -kv[1]["size"], kv[0]))
+        table: list[tuple[str, ...]] = [("when", "raw", "brotli", "gzip", "file")]
+        for path, e in rows:
+            enc = e.get("encodings", {})
+            table.append(("first" if e["first_visit"] else "later", format_size(e["size"]),
+                          *(format_size(enc[k]) if k in enc else "-" for k in ("br", "gzip")),
+                          path))
+        totals = visit_totals(self.entries)
+        widths = [max(len(r[i]) for r in table) for i in range(4)]
+        lines = ["  " + "  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in
+                                   zip(r[1:4], widths[1:], strict=True)), r[4]])
+                 for r in table]
+        return "\n".join([
+            f"first visit: {totals['files']} files, {format_size(totals['raw'])} raw, "
+            f"{format_size(totals['br'])} with brotli, {format_size(totals['gzip'])} with "
+            "gzip (from a host that serves the .br/.gz files beside them)", *lines])
 
 
 def format_size(size: int) -> str:
@@ -111,6 +141,28 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     if not isinstance(manifest, dict) or manifest.get("generator") != GENERATOR:
         return None
     return manifest
+
+
+def first_visit(loads: PageLoads, page: set[str], lead: list[str]) -> set[str]:
+    """The site paths a first visit downloads before the script's first result.
+
+    ``page``: the template's files (``index.html`` and what it links) and the service
+    worker; ``lead``: the
+    files of the engine the first session tries. Of what the page's boot loads,
+    onnxruntime-web's builds count only through ``lead``, and files from a CDN not at all.
+    """
+    urls = [entry["url"] for entry in (*loads.fetched, *loads.modules)]
+    local = {unquote(u) for u in urls if "://" not in u and not u.startswith("ort/")}
+    return local | page | set(lead)
+
+
+def visit_totals(entries: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Files and bytes of a first visit: raw, and as served with brotli or gzip (a
+    file without that encoding counts raw)."""
+    first = [e for e in entries.values() if e["first_visit"]]
+    return {"files": len(first), "raw": sum(e["size"] for e in first),
+            **{key: sum(e.get("encodings", {}).get(key, e["size"]) for e in first)
+               for key in ("br", "gzip")}}
 
 
 # -- hashing --------------------------------------------------------------------------

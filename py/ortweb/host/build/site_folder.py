@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import SiteError
+from .site_compress import ENCODINGS
 from .site_files import MANIFEST_NAME, read_manifest
 
 __all__ = ["check_out", "replace_folder"]
@@ -24,7 +25,10 @@ def _is_ours(folder: Path) -> bool:
     manifest = read_manifest(folder)
     if manifest is None:
         return False
-    listed = set(manifest.get("files", {})) | {MANIFEST_NAME}
+    files = manifest.get("files", {})
+    listed = set(files) | {MANIFEST_NAME} | {  # and the .br/.gz written beside them
+        path + ENCODINGS[enc] for path, entry in files.items() if isinstance(entry, dict)
+        for enc in entry.get("encodings", {}) if enc in ENCODINGS}
     for path in folder.rglob("*"):
         rel = path.relative_to(folder).as_posix()
         if path.is_symlink() or (path.is_file() and rel not in listed):
