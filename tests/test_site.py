@@ -793,7 +793,7 @@ def test_cdn_page_runs_and_refuses_a_changed_file(browser: Browser, inputs,
 
 
 @pytest.mark.browser
-def test_a_changed_precompressed_copy_is_refused_by_name(browser: Browser, inputs,
+def test_a_changed_or_undeclared_precompressed_copy_is_refused_by_name(browser: Browser, inputs,
                                                          tmp_path: Path) -> None:
     import brotli
 
@@ -812,6 +812,18 @@ def test_a_changed_precompressed_copy_is_refused_by_name(browser: Browser, input
         status, headers, body = _get(server.url, "/ortweb/site_runner.py")
         assert status == 200 and "content-encoding" not in headers
         assert body == runner.read_bytes()
+    # A host that sends the .br copy's bytes for the file without Content-Encoding (a
+    # common misconfiguration) is named as such, not as a changed file.
+    entry = next(a for a in _config(site)["assets"] if a["url"] == "ortweb/site_runner.py")
+    packed = brotli.compress(runner.read_bytes(), quality=11)
+    assert entry["encoded"]["br"] == len(packed)
+    runner.write_bytes(packed)
+    for suffix in (".br", ".gz"):
+        (site / "ortweb" / f"site_runner.py{suffix}").unlink()
+    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        with pytest.raises(SiteFailure, match=r"site_runner\.py: the host sent its "
+                                              r"br-compressed copy without `Content-Encoding"):
+            ctx.open(server.url, timeout=120)
 
 
 @pytest.mark.browser

@@ -20,6 +20,8 @@ import { sha256Hex } from './sha256.js';
  * @property {string} sha256  lowercase hex
  * @property {string} [label] what the progress list calls it
  * @property {string} [name]  file name in Python's working directory
+ * @property {Record<string, number>} [encoded]  sizes of its precompressed copies, by
+ *   Content-Encoding (`br`, `gzip`)
  */
 
 /**
@@ -86,6 +88,18 @@ async function readBody(response, progress, size) {
 async function verify(asset, bytes) {
   const got = bytes.length === asset.size ? await sha256Hex(bytes) : `(${bytes.length} bytes)`;
   if (got !== asset.sha256) {
+    // A host that serves NAME.br for NAME but leaves out its Content-Encoding (a common
+    // misconfiguration) hands over bytes the browser did not decode: the copy's size,
+    // or gzip's magic number.
+    const sent = Object.entries(asset.encoded ?? {}).find(([, size]) => size === bytes.length)?.[0]
+      ?? (bytes[0] === 0x1f && bytes[1] === 0x8b ? 'gzip' : null);
+    if (sent) {
+      throw new IntegrityError(
+        `${asset.url}: the host sent its ${sent}-compressed copy without ` +
+        `\`Content-Encoding: ${sent}\`, so the browser did not decode it. Have the host send ` +
+        `that header with the site's .br/.gz files (see \`ortweb serve\`), or delete them.`,
+      );
+    }
     throw new IntegrityError(
       `${asset.url} does not match the site's manifest: expected ${asset.size} bytes with sha256 ` +
       `${asset.sha256}, got ${got}. The file was changed or damaged after \`ortweb site\` wrote it.`,

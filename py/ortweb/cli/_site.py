@@ -72,6 +72,8 @@ def cmd_site(args: argparse.Namespace) -> int:
     except SiteError as exc:
         raise UsageError(str(exc)) from None
     print(f"ortweb site: {report.summary()}")
+    if report.entries:
+        print(report.byte_table())
     print(f"serve it: ortweb serve {args.out}   (or copy the folder to any static host)")
     return 0
 

@@ -42,7 +42,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ... import __version__
 from ..errors import SiteError
@@ -386,6 +386,21 @@ def _write(
         "versions": {"ortweb": __version__, "pyodide": pyodide_version,
                      "onnxruntimeWeb": ort_version},
     }
+    # Compressed before the page's config is written: each fetched file's entry carries
+    # its copies' sizes, by which the page tells a host that sent a copy's bytes without
+    # Content-Encoding from a changed file (loader.js).
+    encoded: dict[str, dict[str, int]] = {}
+
+    def compress_written(paths: set[str]) -> None:
+        if compress:
+            encoded.update({c.path: c.encoded for c in compress_files(
+                root, [(p, b.digests[p].size, b.digests[p].sha256) for p in sorted(paths)],
+                assets.root / "build" / "compressed")})
+
+    compress_written(set(b.digests))
+    for entry in (*loads.fetched, *loads.modules):
+        if encoded.get(unquote(entry["url"])):
+            entry["encoded"] = encoded[unquote(entry["url"])]
     head = page_head(loads.integrity, config, sw.sri, b.digests["ortweb/boot.js"].sri)
 
     before_template = set(b.digests)
@@ -416,9 +431,7 @@ def _write(
     # The service worker is registered before the downloads, which it then stores.
     first = first_visit(loads, page=set(b.digests) - before_template | {SW_SCRIPT},
                         lead=lead_files)
-    encoded = ({c.path: c.encoded for c in compress_files(
-        root, [(f.path, f.size, f.sha256) for f in site_files],
-        assets.root / "build" / "compressed")} if compress else {})
+    compress_written(set(b.digests) - before_template)  # the template's files
     entries = {f.path: {"size": f.size, "sha256": f.sha256, "first_visit": f.path in first,
                         **({"encodings": encoded[f.path]} if encoded.get(f.path) else {})}
                for f in site_files}

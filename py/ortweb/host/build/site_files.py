@@ -95,8 +95,15 @@ class SiteReport:
         for f in self.largest(count):
             lines.append(f"  {format_size(f.size):>{width}}  {f.path}")
         if self.entries:
-            lines.append(self.byte_table())
+            lines.append(self.first_visit_line())
         return "\n".join(lines)
+
+    def first_visit_line(self) -> str:
+        """The first visit's files and bytes, raw and compressed."""
+        totals = visit_totals(self.entries)
+        return (f"first visit: {totals['files']} files, {format_size(totals['raw'])} raw, "
+                f"{format_size(totals['br'])} with brotli, {format_size(totals['gzip'])} with "
+                "gzip (from a host that serves the .br/.gz files beside them)")
 
     def byte_table(self) -> str:
         """What a visit downloads, file by file: raw, brotli and gzip sizes (as
@@ -111,15 +118,10 @@ class SiteReport:
             table.append(("first" if e["first_visit"] else "later", format_size(e["size"]),
                           *(format_size(enc[k]) if k in enc else "-" for k in ("br", "gzip")),
                           path))
-        totals = visit_totals(self.entries)
         widths = [max(len(r[i]) for r in table) for i in range(4)]
-        lines = ["  " + "  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in
-                                   zip(r[1:4], widths[1:], strict=True)), r[4]])
-                 for r in table]
-        return "\n".join([
-            f"first visit: {totals['files']} files, {format_size(totals['raw'])} raw, "
-            f"{format_size(totals['br'])} with brotli, {format_size(totals['gzip'])} with "
-            "gzip (from a host that serves the .br/.gz files beside them)", *lines])
+        return "\n".join("  " + "  ".join([r[0].ljust(widths[0]), *(
+            c.rjust(w) for c, w in zip(r[1:4], widths[1:], strict=True)), r[4]])
+            for r in table)
 
 
 def format_size(size: int) -> str:
