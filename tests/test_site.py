@@ -827,6 +827,37 @@ def test_a_changed_or_undeclared_precompressed_copy_is_refused_by_name(browser: 
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("drops", [1, 2])
+def test_a_dropped_download_is_tried_once_more_then_named(browser: Browser, app_site: Path,
+                                                          drops: int) -> None:
+    x = np.array([[1.5, -2.0, 0.25]], np.float32)
+    with StaticServer(app_site) as server, SiteContext(browser, server.url) as ctx:
+        dropped: list[str] = []
+
+        def drop(route) -> None:  # the connection resets before an answer, `drops` times
+            if len(dropped) < drops:
+                dropped.append(route.request.url)
+                route.abort("connectionreset")
+            else:
+                route.fallback()
+
+        ctx.context.route("**/ortweb/site_runner.py*", drop)
+        if drops == 1:
+            with ctx.open(server.url) as page:
+                assert f"RESULT {json.dumps(native(affine_model(), x).tolist())} wasm" \
+                    in page.output()
+                assert dropped == [server.url + "ortweb/site_runner.py"]
+        else:
+            with pytest.raises(SiteFailure, match=r"cannot download ortweb/site_runner\.py: the "
+                                                  r"connection failed twice(.|\n)*reload the page"):
+                ctx.open(server.url, timeout=120)
+            # The page stays usable for a reload, which downloads it again.
+            ctx.context.unroute("**/ortweb/site_runner.py*")
+            with ctx.open(server.url) as page:
+                assert "RESULT" in page.output()
+
+
+@pytest.mark.browser
 def test_service_worker_fallback_isolates_without_headers(browser: Browser,
                                                           app_site: Path) -> None:
     from playwright.sync_api import Error as PlaywrightError

@@ -140,18 +140,37 @@ export function createLoader(config, base, hooks, options = {}) {
    */
   async function open(url, asset, init) {
     const progress = hooks.row(url, asset.label ?? asset.url, asset.size);
-    try {
-      const integrity = init?.integrity;
+    const integrity = init?.integrity;
+    const attempt = async () => {
       const response = await nativeFetch(url, integrity ? { integrity } : undefined);
       if (!response.ok) throw new Error(`cannot load ${asset.url}: HTTP ${response.status} ${response.statusText}`);
-      if (response.headers.get('X-Ortweb-Sha256') === asset.sha256) {
-        progress.finish('cached');
-        return { response, bytes: null };
+      if (response.headers.get('X-Ortweb-Sha256') === asset.sha256) return { response, bytes: null };
+      return { response: null, bytes: await readBody(response, progress, asset.size) };
+    };
+    try {
+      let got;
+      try {
+        got = await attempt();
+      } catch (err) {
+        // fetch() and a body's reader fail with a TypeError when the connection drops
+        // (not for an HTTP error, which the server meant): once more, from the start.
+        if (!(err instanceof TypeError)) throw err;
+        progress.update(0);
+        try {
+          got = await attempt();
+        } catch (again) {
+          if (!(again instanceof TypeError)) throw again;
+          throw new Error(`cannot download ${asset.url}: the connection failed twice ` +
+            `(${again.message}); reload the page to try again`);
+        }
       }
-      const bytes = await readBody(response, progress, asset.size);
-      await verify(asset, bytes);
+      if (got.bytes === null) {
+        progress.finish('cached');
+        return got;
+      }
+      await verify(asset, got.bytes);
       progress.finish('done');
-      return { response: null, bytes };
+      return got;
     } catch (err) {
       progress.finish('error');
       // Some loaders (Pyodide's wasm instantiation among them) only log a failed
