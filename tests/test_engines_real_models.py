@@ -19,8 +19,8 @@ import numpy as np
 import onnx
 import pytest
 
-from ortweb.host.native import run_native
 from ortweb.testing import run_in_browser
+from test_engines import _equal_to_native
 
 pytestmark = pytest.mark.browser
 
@@ -128,16 +128,6 @@ async def _on_engine(ortweb_page, model, engine, feeds, dims, trust):
         return {"error": type(exc).__name__, "message": str(exc), "fetched": True}
     finally:
         await s.close_async()
-
-
-def _equal_to_native(result, data, feeds, rtol, atol):
-    assert "error" not in result, result
-    native = run_native(data, feeds)
-    assert set(result["outputs"]) == set(native)
-    for name, want in native.items():
-        got = result["outputs"][name]
-        assert got.dtype == want.dtype and got.shape == want.shape, name
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=name)
 
 
 # (model, engine, dims, trust) → what happens: "equal" (to native), or the error's
