@@ -146,14 +146,14 @@ export async function timeEngineRuns(id, data, dims, k) {
  */
 export async function engineBytes(handle) {
   const { engineSession } = await import('/bridge/sessions.js');
+  const { BUILDS, buildFiles, config } = await import('/bridge/runtime.js');
+  const { ENGINE_PINS } = await import('/bridge/engine_files.js');
   const s = engineSession(handle);
-  let files;
-  if (s.provider === 'tract') files = ['/engines/tract/tract-worker.js'];
-  else if (s.provider === 'wonnx') files = ['/engines/wonnx/wonnx.js', '/engines/wonnx/wonnx_bg.wasm'];
-  else {
-    const { buildFiles } = await import('/bridge/runtime.js');
-    files = Object.values(buildFiles(s.build));
-  }
+  // An ORT-web session's build, or another engine's pinned files, where
+  // engine_files.js fetches them.
+  const files = s.build in BUILDS ? Object.values(buildFiles(s.build))
+    : Object.keys(ENGINE_PINS).filter((rel) => rel.startsWith(`${s.build}/`))
+      .map((rel) => config.enginesBaseURL + rel);
   let bytes = 0;
   for (const url of files) {
     const response = await fetch(url, { cache: 'force-cache' });

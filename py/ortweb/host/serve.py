@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+# Its Content-Encoding → suffix table, in order of preference: what `ortweb site` writes.
+from .build.site_compress import ENCODINGS
+
 __all__ = ["StaticServer", "content_type_for", "serve_forever"]
 
 PathLike = str | os.PathLike[str]
@@ -45,10 +48,6 @@ def content_type_for(path: PathLike) -> str:
     return _MIME.get(os.path.splitext(os.fspath(path))[1].lower(), "application/octet-stream")
 
 
-#: Content-Encoding → the suffix of the precompressed copy, in order of preference.
-_ENCODINGS = {"br": ".br", "gzip": ".gz"}
-
-
 def _accepted(header: str) -> set[str]:
     """The codings an ``Accept-Encoding`` header allows (``q=0`` refuses; ``*`` is any)."""
     allowed: set[str] = set()
@@ -65,7 +64,7 @@ def _accepted(header: str) -> set[str]:
         if q > 0 and name.strip():
             allowed.add(name.strip().lower())
     if "*" in allowed:
-        allowed |= set(_ENCODINGS)
+        allowed |= set(ENCODINGS)
     return allowed
 
 
@@ -126,11 +125,11 @@ class _Handler(SimpleHTTPRequestHandler):
         if not os.path.isfile(path):
             return None
         plain = os.stat(path).st_mtime
-        siblings = {enc: path + suffix for enc, suffix in _ENCODINGS.items()
+        siblings = {enc: path + suffix for enc, suffix in ENCODINGS.items()
                     if os.path.isfile(path + suffix) and os.stat(path + suffix).st_mtime >= plain}
         self._vary = bool(siblings)
         accepted = _accepted(self.headers.get("Accept-Encoding", ""))
-        enc = next((e for e in _ENCODINGS if e in siblings and e in accepted), None)
+        enc = next((e for e in ENCODINGS if e in siblings and e in accepted), None)
         return None if enc is None else (enc, siblings[enc], path)
 
     def _send_encoded(self, encoding: str, file: str, plain: str) -> Any:

@@ -83,10 +83,11 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                     js[(engine, model)].append(out["js_ms"])
             for engine, model in ready:
                 pair = (engine, model)
+                per_round = ratios(py[pair], js[pair])
                 rec.add(f"engine_{engine}_{model}_ms", py[pair])
                 if model == RATIO_MODEL:
-                    rec.add(f"engine_{engine}_bridge_ratio", ratios(py[pair], js[pair]))
-                rec.add(f"engine_{engine}_{model}_bridge_ratio", ratios(py[pair], js[pair]))
+                    rec.add(f"engine_{engine}_bridge_ratio", per_round)
+                rec.add(f"engine_{engine}_{model}_bridge_ratio", per_round)
                 rec.add(f"engine_{engine}_{model}_plain_js_ms", js[pair])
                 details += [f"engine_{engine}_{model}_bridge_ratio",
                             f"engine_{engine}_{model}_plain_js_ms"]

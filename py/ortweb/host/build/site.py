@@ -399,8 +399,8 @@ def _write(
 
     compress_written(set(b.digests))
     for entry in (*loads.fetched, *loads.modules):
-        if encoded.get(unquote(entry["url"])):
-            entry["encoded"] = encoded[unquote(entry["url"])]
+        if copies := encoded.get(unquote(entry["url"])):
+            entry["encoded"] = copies
     head = page_head(loads.integrity, config, sw.sri, b.digests["ortweb/boot.js"].sri)
 
     before_template = set(b.digests)

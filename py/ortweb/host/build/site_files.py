@@ -149,9 +149,9 @@ def first_visit(loads: PageLoads, page: set[str], lead: list[str]) -> set[str]:
     """The site paths a first visit downloads before the script's first result.
 
     ``page``: the template's files (``index.html`` and what it links) and the service
-    worker; ``lead``: the
-    files of the engine the first session tries. Of what the page's boot loads,
-    onnxruntime-web's builds count only through ``lead``, and files from a CDN not at all.
+    worker; ``lead``: the files of the engine the first session tries. Of what the
+    page's boot loads, onnxruntime-web's builds count only through ``lead``, and files
+    from a CDN not at all.
     """
     urls = [entry["url"] for entry in (*loads.fetched, *loads.modules)]
     local = {unquote(u) for u in urls if "://" not in u and not u.startswith("ort/")}

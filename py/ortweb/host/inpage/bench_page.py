@@ -14,6 +14,7 @@ from pyodide.ffi import to_js
 
 import ortweb
 from ortweb import _bridge, _convert, _dtypes
+from ortweb._engines import engine_of
 
 BENCH_ARGS = json.loads(ORTWEB_ARGS)  # type: ignore[name-defined]
 if BENCH_ARGS.get("threads"):
@@ -219,7 +220,8 @@ async def bench_chain(mb, k, first):
     return json.dumps(out)
 
 
-_ORT_PROVIDERS = ("wasm", "webgpu")
+def _on_ort(provider):
+    return engine_of(provider).name == "ort"
 
 
 async def bench_engine_open(provider, key):
@@ -230,7 +232,7 @@ async def bench_engine_open(provider, key):
             sess = await ortweb.InferenceSession.create(_read_model(key), providers=[provider])
         except Exception as exc:  # the engine's reason, as ortweb gives it
             return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
-        adopt = _plain.adoptSession if provider in _ORT_PROVIDERS else _plain.adoptEngine
+        adopt = _plain.adoptSession if _on_ort(provider) else _plain.adoptEngine
         js_id = await adopt(sess._handle)
         x = np.random.default_rng(0).standard_normal(_shape(key)).astype(np.float32)
         _state[(provider, key)] = (sess, js_id, x, to_js(x.ravel()))
@@ -249,7 +251,7 @@ async def bench_engine_open(provider, key):
 async def _plain_runs(provider, key, k):
     _, js_id, _, x_js = _state[(provider, key)]
     dims = to_js(_shape(key))
-    if provider in _ORT_PROVIDERS:
+    if _on_ort(provider):
         return await _plain.timeRuns(js_id, x_js, dims, k) / k
     return await _plain.timeEngineRuns(js_id, x_js, dims, k) / k
 
