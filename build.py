@@ -8,6 +8,8 @@
     python3 build.py test --quick # the host-only unit tests and one browser smoke test
     python3 build.py demo         # setup + build the digits demo site, check it headless on
                                   #   wasm and webgpu vs native onnxruntime (--serve: serve it)
+    python3 build.py docs         # setup + the docs site into build/docs/, offline, warnings
+                                  #   are errors (--serve: then serve it)
     python3 build.py manifest     # rewrite assets.lock.json from verified downloads (maintainers)
     python3 build.py COMMAND ...  # setup, then `ortweb COMMAND ...` (run, exec, --version, ...)
 
@@ -199,7 +201,7 @@ def extract_npm(pkg: dict[str, Any], tgz: Path) -> Path:
 #: tractjs's bundle carries its worker script as a base64 ``data:`` URL after this.
 TRACT_WORKER_MARK = 'var worker_data = "data:application/javascript;base64,'
 #: tractjs 0.4.0's worker returns its first output for every output: the one fix
-#: ortweb makes to it (README, Known upstream problems).
+#: ortweb makes to it (docs: Known upstream problems).
 TRACT_OUTPUT_BUG = ("const coreTensor = outputs.get(0);", "const coreTensor = outputs.get(i);")
 
 
@@ -463,7 +465,7 @@ def check() -> None:
 
 
 #: ``build.py test --quick``: the modules whose tests need no browser and start no CLI
-#: (each under 3 s in the durations run of 60f5f65 behind the README's table), and one
+#: (each under 3 s in the durations run of 60f5f65 behind the docs' Development table), and one
 #: browser test that boots a page, runs a model on wasm and compares it with native
 #: onnxruntime.
 QUICK = [
@@ -540,6 +542,12 @@ def test(args: list[str]) -> int:
     return status
 
 
+def docs(args: list[str]) -> int:
+    setup(quiet=True)
+    cmd = [str(venv_bin("python")), "-m", "ortweb.host.docs.build", *args]
+    return subprocess.call(cmd, cwd=ROOT)
+
+
 def demo(args: list[str]) -> int:
     setup(quiet=True)
     cmd = [str(venv_bin("python")), "-m", "ortweb.cli", "demo", *args]
@@ -562,6 +570,8 @@ def main(argv: list[str]) -> int:
         return test(rest)
     if command == "demo":
         return demo(rest)
+    if command == "docs":
+        return docs(rest)
     if command == "manifest":
         ensure_venv()
         write_manifest()

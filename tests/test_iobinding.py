@@ -2,7 +2,8 @@
 
 The tests' bodies run inside the page (``@run_in_browser``) and compare with native
 onnxruntime on the host, whose results come in as fixtures. Every behaviour that
-README.md's section "IO binding: tensors that stay on the GPU" describes (inputs
+the docs' page "IO binding: tensors that stay on the GPU" (docs/pages/iobinding.md)
+describes (inputs
 from a user's GPUBuffer, ``preferred_output_location``, pre-allocated outputs,
 chaining without a CPU copy, who releases what, the checks before ORT sees a
 buffer, re-creating a session after an ORT error) has a test here.
@@ -417,7 +418,7 @@ def test_sync_iobinding_from_exec_style_code(ortweb_page, models, x):
 
 
 def test_iobinding_example_script_through_ortweb_exec(tmp_path):
-    """The README's IO binding example, run by `ortweb exec` on WebGPU."""
+    """The docs' IO binding example, run by `ortweb exec` on WebGPU."""
     import subprocess
     import sys
     from pathlib import Path

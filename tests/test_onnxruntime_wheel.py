@@ -1,5 +1,5 @@
 """The drop-in ``onnxruntime`` wheel: contents, reproducibility, METADATA, lock entries;
-its compatibility table against native onnxruntime; the README's copy of that table.
+its compatibility table against native onnxruntime; the docs' rendering of that table.
 
 All on the host: the page side is tests/test_onnxruntime_compat.py.
 """
@@ -35,7 +35,6 @@ from ortweb.host.build.wheel import (
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPAT = ROOT / "py" / "onnxruntime_compat" / "onnxruntime"
-BEGIN, END = "<!-- onnxruntime-compat:begin -->", "<!-- onnxruntime-compat:end -->"
 
 
 def _ort_web_versions() -> list[str]:
@@ -243,13 +242,13 @@ def test_all_providers_are_native_s() -> None:
     assert providers == native.get_all_providers()
 
 
-def test_readme_has_the_rendered_table() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert readme.count(BEGIN) == 1 and readme.count(END) == 1
-    inside = readme.split(BEGIN, 1)[1].split(END, 1)[0]
-    assert inside == "\n" + _table_module().render_markdown(), (
-        "README's onnxruntime table is stale: paste the output of "
-        "`python py/onnxruntime_compat/onnxruntime/_compat_table.py` between the markers")
+def test_the_docs_page_renders_the_table() -> None:
+    from ortweb.host.docs.generated import expand
+
+    page = ROOT / "docs" / "pages" / "onnxruntime.md"
+    text = page.read_text()
+    assert text.count("<!-- generated: onnxruntime-compat -->") == 1
+    assert _table_module().render_markdown() in expand(text, ROOT, str(page))
 
 
 def test_render_names_every_entry() -> None:

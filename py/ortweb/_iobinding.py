@@ -130,6 +130,7 @@ class IOBinding:
         self._inputs[name] = ortvalue
 
     def clear_binding_inputs(self) -> None:
+        """Forget every bound input (the bound values stay alive)."""
         self._inputs.clear()
 
     # -- outputs ------------------------------------------------------------------------
@@ -195,6 +196,7 @@ class IOBinding:
         self._outputs[name] = ortvalue
 
     def clear_binding_outputs(self) -> None:
+        """Forget every bound output and the results of the last run."""
         self._outputs.clear()
         self._results = []
 

@@ -39,7 +39,7 @@ async def open_model(
     source: ModelSource, *, cache: bool = True, progress: Progress | None = None
 ) -> ModelData:
     """A model's bytes: the caller's, or read into JavaScript once from a path in
-    Pyodide's file system or a URL (see README, *Where a model's bytes live*).
+    Pyodide's file system or a URL (docs: *Loading models*).
 
     Parameters
     ----------

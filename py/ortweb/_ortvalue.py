@@ -242,15 +242,19 @@ class OrtValue:
         return "cpu" if self._handle is None else "webgpu"
 
     def is_tensor(self) -> bool:
+        """Always True: ortweb's values are tensors (as onnxruntime's for a tensor)."""
         return True
 
     def has_value(self) -> bool:
+        """Whether the value still holds its data (False once disposed)."""
         return not self._disposed
 
     def is_tensor_sequence(self) -> bool:
+        """Always False: sequences of tensors are not supported."""
         return False
 
     def is_sparse_tensor(self) -> bool:
+        """Always False: sparse tensors are not supported."""
         return False
 
     def tensor_size_in_bytes(self) -> int:
@@ -290,6 +294,7 @@ class OrtValue:
 
     @property
     def is_disposed(self) -> bool:
+        """Whether :meth:`dispose` has run."""
         return self._disposed
 
     @property

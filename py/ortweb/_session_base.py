@@ -107,6 +107,7 @@ class SessionBase:
         return self._report
 
     def get_session_options(self) -> SessionOptions:
+        """The :class:`SessionOptions` the session was created with."""
         return self._options
 
     def _check_open(self) -> int:
@@ -116,6 +117,7 @@ class SessionBase:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` has run (a closed session refuses every call)."""
         return self._handle is None
 
     def close(self) -> None:

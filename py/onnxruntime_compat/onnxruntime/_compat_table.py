@@ -11,7 +11,7 @@ exceptions, mapped to ``'provided'`` or to a reason that starts with one of:
 - ``'absent: '``    not there (why).
 
 The drop-in reads its refusals from here, the tests check the table against native
-onnxruntime and against the drop-in in a page, and the README's table is rendered
+onnxruntime and against the drop-in in a page, and the docs' table is rendered
 from it (``python py/onnxruntime_compat/onnxruntime/_compat_table.py``). Standard
 library only, so the host can load this file by path without importing the drop-in
 (on the host ``onnxruntime`` is the native package).
@@ -318,7 +318,7 @@ def _scope(name: str) -> str:
 
 
 def render_markdown() -> str:
-    """The README's compatibility table: per scope, what is provided, then every name
+    """The docs' compatibility table: per scope, what is provided, then every name
     that is not (plainly) provided with its reason."""
     scopes: dict[str, list[str]] = {}
     for name in TABLE:

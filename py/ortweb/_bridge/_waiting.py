@@ -144,7 +144,8 @@ def _speed_up_event_loop(bridge: Any) -> None:
     chains short enough for the page to stay responsive). And on a page's main
     thread, where Pyodide 0.27 runs each asyncio callback from a
     ``window.postMessage`` task, the loop uses a ``MessageChannel`` as Pyodide itself
-    does in a worker, which turns the loop faster (README, *Waiting for JavaScript*).
+    does in a worker, which turns the loop faster (docs: *Python in the browser*,
+    Waiting for JavaScript).
     Only the transport changes: one callback per task, in order.
 
     A page keeps Pyodide's own behaviour for both with

@@ -83,6 +83,7 @@ class OrtwebPage:
 
     @property
     def pyodide_page(self) -> PyodidePage:
+        """The page driver underneath (shared by the module's tests)."""
         return self.module_page.pyodide_page
 
     @property
@@ -139,6 +140,7 @@ class OrtwebPage:
         return self.pyodide_page.read_file(fs_path)
 
     def screenshot(self, path: str | Path) -> None:
+        """Save a screenshot of the page to ``path``."""
         self.pyodide_page.screenshot(path)
 
     # -- run_in_browser ------------------------------------------------------------

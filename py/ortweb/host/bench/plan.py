@@ -17,7 +17,7 @@ class Plan:
     tiny_k: int = 200
     resnet_k: int = 2
     #: The bridge's share of a resnet50 run is far below how widely single rounds
-    #: spread on a shared machine (README, Benchmarks): more rounds steady the median.
+    #: spread on a shared machine (docs: development notes): more rounds steady the median.
     resnet_pairs: int = 16
     transfer_sizes: tuple[int, ...] = (1, 16, 64)
     transfer_pairs: int = 8
@@ -34,7 +34,7 @@ class Plan:
     #: The model over 2 GB of the detail rows (0: not loaded).
     large_over2g_mib: int = 2560
     #: The site section: rounds, seconds of back-to-back inference, timed tiny calls.
-    #: Single rounds of its visit ratios spread widely on a shared machine (README,
+    #: Single rounds of its visit ratios spread widely on a shared machine (docs: development notes,
     #: Benchmarks): five steady the median.
     site_reps: int = 5
     site_seconds: float = 10.0

@@ -86,7 +86,8 @@ def closure(lock: Mapping[str, Any], names: Iterable[str],
             raise PackageError(
                 f"Pyodide package {name!r}{why} is not available offline: set-up could not "
                 "obtain a verified copy of its wheel (ortweb's offline packages are listed in "
-                "its README; a site built with --assets cdn loads the others online)"
+                "the docs' *Pyodide packages offline*; a site built with --assets cdn loads "
+                "the others online)"
             )
         seen.add(name)
         todo.extend((canonical_name(d), name) for d in packages[name]["depends"])

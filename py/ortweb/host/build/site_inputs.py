@@ -160,7 +160,7 @@ def needed_packages(lock: dict[str, Any], python_files: Sequence[Path],
             raise SiteError(
                 f"the script imports {module!r}, from the Pyodide package {name!r}, which is "
                 "not available offline (set-up could not obtain a verified copy of its "
-                "wheel; the README lists the offline packages): build the site with "
+                "wheel; the docs' *Pyodide packages offline* lists them): build the site with "
                 "--assets cdn to load it from Pyodide's CDN"
             )
     try:

@@ -4,7 +4,7 @@ Cases go to a page in batches: one ``.npz`` with the batch's models and inputs
 is copied into Pyodide's file system, ``_inpage.py`` runs them one after the other
 through ``ortweb.InferenceSession`` and writes one ``.npz`` of outputs, and the
 host reads it back. A page load (Pyodide, numpy, ortweb: seconds, the cold start
-of README's *Benchmarks*) is paid once per page, not once per case.
+of the docs' development notes) is paid once per page, not once per case.
 
 The host never waits *inside* a page: each batch is a background run of the
 page driver (:mod:`ortweb.host.browser.runs`), the page reports each case it

@@ -1,0 +1,56 @@
+"""``python3 build.py docs``: the docs site, built offline into ``build/docs/``.
+
+MkDocs builds the pages with warnings as errors (a broken link or anchor, a public
+name without a docstring, a generated part that cannot be made), then the live
+example's site is written beside them. ``--serve`` serves the result with
+``ortweb serve``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .live import build_live_example
+
+__all__ = ["CONFIG", "build_docs", "main"]
+
+_ROOT = Path(__file__).resolve().parents[4]
+#: The MkDocs configuration of the docs site.
+CONFIG = _ROOT / "docs" / "mkdocs.yml"
+
+
+def build_docs(out: Path | None = None, config: Path = CONFIG) -> int:
+    """Build the docs into ``out`` (default ``build/docs``); MkDocs' exit status."""
+    out = out or _ROOT / "build" / "docs"
+    # Material for MkDocs prints a notice about its successor on every build.
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    code = subprocess.call([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+                            "-f", str(config), "-d", str(out)], env=env)
+    if code == 0:
+        build_live_example(out)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``build.py docs`` command line."""
+    parser = argparse.ArgumentParser(prog="build.py docs", description=__doc__)
+    parser.add_argument("--out", type=Path, default=None, help="default: build/docs")
+    parser.add_argument("--serve", action="store_true",
+                        help="then serve the site at http://127.0.0.1:PORT/")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    code = build_docs(args.out)
+    if code or not args.serve:
+        return code
+    from ..serve import serve_forever
+
+    serve_forever(args.out or _ROOT / "build" / "docs", port=args.port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
