@@ -16,7 +16,7 @@ ortweb loaded::
 Fixtures: ``ortweb_browser`` (also ``browser``), ``ortweb_server``,
 ``ortweb_runtime``, ``ortweb_webgpu``, ``ortweb_module_page``, ``ortweb_page``,
 ``ortweb_providers``. Markers: ``webgpu``, ``ortweb_timeout(seconds)``. See
-docs/testing.md.
+docs/pages/testing.md.
 """
 
 from __future__ import annotations
