@@ -87,7 +87,13 @@ def test_the_docs_build_every_page_and_the_references(built: Path) -> None:
     bench = (built / "benchmarks.html").read_text()
     latest = json.loads((DOCS / "bench" / "latest.json").read_text())
     assert latest["meta"]["date"] in bench
-    assert (built / "live" / "ortweb-manifest.json").is_file()
+    # The getting-started page's byte counts are the live site's own.
+    first = json.loads((built / "live" / "ortweb-manifest.json").read_text())["first_visit"]
+    said = re.search(r"downloads ([\d.]+) MB with brotli \(([\d.]+) MB uncompressed, (\d+) "
+                     r"files", (DOCS / "pages" / "index.md").read_text())
+    assert said, "docs/pages/index.md no longer says what the live example downloads"
+    assert said.groups() == (f"{first['br'] / 1e6:.1f}", f"{first['raw'] / 1e6:.1f}",
+                             str(first["files"])), (said.groups(), first)
 
 
 def test_a_broken_link_or_anchor_fails_the_build_by_file(tmp_path: Path) -> None:
