@@ -10,7 +10,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 
 from ortweb.host.bench.report import _fmt
 from ortweb.host.docs.api_check import missing_docstrings
-from ortweb.host.docs.build import build_docs
+from ortweb.host.docs.build import build_docs, run_mkdocs
 from ortweb.host.docs.generated import GeneratedError, expand
 from ortweb.host.docs.live import live_model
 from ortweb.host.serve import StaticServer
@@ -52,16 +51,11 @@ def _copy_docs(tmp_path: Path) -> Path:
     config = copy / "mkdocs.yml"
     text = config.read_text().replace("../py/", f"{ROOT}/py/").replace("[../py]", f"[{ROOT}/py]")
     config.write_text(text)
-    shutil.copytree(DOCS / "bench", tmp_path / "docs" / "bench", dirs_exist_ok=True)
     return config
 
 
 def _mkdocs(config: Path, out: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
-                           str(config), "-d", str(out)], capture_output=True, text=True,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}, timeout=300)
+    return run_mkdocs(config, out, env=env, capture=True, timeout=300)
 
 
 def test_the_docs_build_every_page_and_the_references(built: Path) -> None:

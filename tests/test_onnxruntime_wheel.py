@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
-import importlib.util
 import io
 import json
 import subprocess
@@ -32,6 +31,7 @@ from ortweb.host.build.wheel import (
     build_wheel,
     compat_files,
 )
+from ortweb.host.docs.generated import compat_table_module, expand
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPAT = ROOT / "py" / "onnxruntime_compat" / "onnxruntime"
@@ -51,13 +51,7 @@ DIST_INFO = f"onnxruntime-{VERSION}.dist-info"
 
 
 def _table_module() -> ModuleType:
-    # By path: on the host `onnxruntime` is the native package.
-    path = COMPAT / "_compat_table.py"
-    spec = importlib.util.spec_from_file_location("_ortweb_compat_table", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return compat_table_module(ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -243,8 +237,6 @@ def test_all_providers_are_native_s() -> None:
 
 
 def test_the_docs_page_renders_the_table() -> None:
-    from ortweb.host.docs.generated import expand
-
     page = ROOT / "docs" / "pages" / "onnxruntime.md"
     text = page.read_text()
     assert text.count("<!-- generated: onnxruntime-compat -->") == 1

@@ -16,20 +16,31 @@ from pathlib import Path
 
 from .live import build_live_example
 
-__all__ = ["CONFIG", "build_docs", "main"]
+__all__ = ["CONFIG", "build_docs", "main", "run_mkdocs"]
 
 _ROOT = Path(__file__).resolve().parents[4]
 #: The MkDocs configuration of the docs site.
 CONFIG = _ROOT / "docs" / "mkdocs.yml"
 
 
+def run_mkdocs(config: Path, out: Path, *, env: dict[str, str] | None = None,
+               capture: bool = False, timeout: float | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build --strict`` of ``config`` into ``out``, with ``env`` added to this
+    process's environment; with ``capture``, its output is kept (``stderr`` names each
+    warning)."""
+    # Material for MkDocs prints a notice about its successor on every build. No
+    # --quiet: it drops warnings below the level that --strict counts, so the build passed.
+    full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                           "-f", str(config), "-d", str(out)], env=full_env,
+                          capture_output=capture, text=True, check=False, timeout=timeout)
+
+
 def build_docs(out: Path | None = None, config: Path = CONFIG) -> int:
     """Build the docs into ``out`` (default ``build/docs``); MkDocs' exit status."""
     out = out or _ROOT / "build" / "docs"
-    # Material for MkDocs prints a notice about its successor on every build.
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    code = subprocess.call([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
-                            "-f", str(config), "-d", str(out)], env=env)
+    code = run_mkdocs(config, out).returncode
     if code == 0:
         build_live_example(out)
     return code

@@ -22,9 +22,10 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-__all__ = ["MARKER", "GeneratedError", "expand", "generators"]
+__all__ = ["MARKER", "GeneratedError", "compat_table_module", "expand", "generators"]
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+)(?: (\S+))? -->$", re.M)
 
@@ -68,14 +69,19 @@ def _options_table(parser: argparse.ArgumentParser) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _compat_table(_: str | None, root: Path) -> str:
-    # By path: on the host `onnxruntime` is the native package.
+def compat_table_module(root: Path) -> ModuleType:
+    """The drop-in's ``_compat_table`` module of the checkout at ``root``, loaded by path
+    (on the host ``onnxruntime`` is the native package)."""
     path = root / "py" / "onnxruntime_compat" / "onnxruntime" / "_compat_table.py"
     spec = importlib.util.spec_from_file_location("_ortweb_compat_table", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return str(module.render_markdown())
+    return module
+
+
+def _compat_table(_: str | None, root: Path) -> str:
+    return str(compat_table_module(root).render_markdown())
 
 
 def _offline_packages(_: str | None, root: Path) -> str:
@@ -113,20 +119,20 @@ def _read_run(name: str | None, root: Path) -> dict[str, Any]:
 
 
 def _engines(name: str | None, root: Path) -> str:
+    from ..bench.engines import ENGINE_MODELS, ENGINE_NAMES, RATIO_MODEL
     from ..bench.figures import GOALS, verdict
 
     result = _read_run(name, root)
     figures, skipped = result["figures"], result.get("notes", {}).get("engine_skipped", {})
-    models = {"tiny": "tiny (Add+Relu)", "conv": "conv (2 Conv, 3x32x32)",
+    labels = {"tiny": "tiny (Add+Relu)", "conv": "conv (2 Conv, 3x32x32)",
               "digits": "digits MLP"}
-    rows = ["| engine | " + " | ".join(models.values())
-            + " | files | node cases | ortweb / own JS call (conv) |",
-            "|---" * (len(models) + 4) + "|"]
-    engines = sorted({k.split("_")[1] for k in figures if k.startswith("engine_")},
-                     key=["wasm", "webgpu", "tract", "wonnx"].index)
-    for engine in engines:
+    rows = ["| engine | " + " | ".join(labels.get(m, m) for m in ENGINE_MODELS)
+            + f" | files | node cases | ortweb / own JS call ({RATIO_MODEL}) |",
+            "|---" * (len(ENGINE_MODELS) + 4) + "|"]
+    measured = {k.split("_")[1] for k in figures if k.startswith("engine_")}
+    for engine in (e for e in ENGINE_NAMES if e in measured):
         cells = [f"`{engine}`"]
-        for model in models:
+        for model in ENGINE_MODELS:
             ms = figures[f"engine_{engine}_{model}_ms"]["median"]
             reason = skipped.get(f"{engine}/{model}", "")
             op = re.search(r"\(\w+: (\w+)-\d+ ", reason)
