@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from .live import build_live_example
+from .live import LIVE_ENV, LIVE_FOLDER, build_live_example
 
 __all__ = ["CONFIG", "build_docs", "main", "run_mkdocs"]
 
@@ -40,9 +42,13 @@ def run_mkdocs(config: Path, out: Path, *, env: dict[str, str] | None = None,
 def build_docs(out: Path | None = None, config: Path = CONFIG) -> int:
     """Build the docs into ``out`` (default ``build/docs``); MkDocs' exit status."""
     out = out or _ROOT / "build" / "docs"
-    code = run_mkdocs(config, out).returncode
-    if code == 0:
-        build_live_example(out)
+    # The live example first: the getting-started page states its bytes (``live-bytes``),
+    # and MkDocs empties ``out`` before it writes.
+    with tempfile.TemporaryDirectory(prefix="ortweb-docs-") as tmp:
+        live = build_live_example(Path(tmp))
+        code = run_mkdocs(config, out, env={LIVE_ENV: str(live)}).returncode
+        if code == 0:
+            shutil.copytree(live, out / LIVE_FOLDER)
     return code
 
 

@@ -12,6 +12,9 @@ A page asks for one with a line ``<!-- generated: NAME [ARGUMENT] -->``:
     The figures of one ``ortweb bench --json`` run kept as ``docs/bench/FILE.json``.
 ``engines FILE``
     The per-engine table of a ``--sections engines`` run kept as ``docs/bench/FILE.json``.
+``live-bytes``
+    What the docs' live example downloads on a first visit, from its site's manifest
+    (a sentence that the page goes on with).
 """
 
 from __future__ import annotations
@@ -152,9 +155,11 @@ def _engines(name: str | None, root: Path) -> str:
 
 def generators() -> dict[str, Callable[[str | None, Path], str]]:
     """The generated parts by name."""
+    from .live import live_bytes
+
     return {"cli": _cli_reference, "onnxruntime-compat": _compat_table,
             "offline-packages": _offline_packages, "bench": _bench,
-            "engines": _engines}
+            "engines": _engines, "live-bytes": live_bytes}
 
 
 def expand(markdown: str, root: Path, where: str) -> str:
