@@ -50,7 +50,10 @@ def test_fixed_keys_are_the_issues() -> None:
         "harness_first_page_s", "harness_per_test_ms",
         *(f"engine_{e}_{key}" for e in ("wasm", "webgpu", "tract", "wonnx")
           for key in ("tiny_ms", "conv_ms", "digits_ms", "bridge_ratio", "bytes",
-                      "node_pass")))
+                      "node_pass")),
+        *(f"net_{p}_{key}" for p in ("broadband", "mobile")
+          for key in ("first_visit_s", "floor_s", "ratio")),
+        "net_first_visit_bytes", "net_bytes_ratio", "net_second_visit_requests")
 
 
 def _result() -> dict:

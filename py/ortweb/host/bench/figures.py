@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 SECTIONS = ("bridge", "transfer", "chain", "threads", "cold", "large", "site", "harness",
-            "engines")
+            "engines", "network")
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,27 @@ def _engine_goals() -> dict[str, Goal]:
     return goals
 
 
+def _network_goals() -> dict[str, Goal]:
+    """The network section's figures (issue 30): per emulated link, then bytes."""
+    goals: dict[str, Goal] = {}
+    for profile, link in (("broadband", "50 Mbit/s, 20 ms"), ("mobile", "10 Mbit/s, 80 ms")):
+        goals[f"net_{profile}_first_visit_s"] = Goal(
+            f"ortweb site, first visit to first inference, {link}", "s")
+        goals[f"net_{profile}_floor_s"] = Goal(
+            f"floor: Pyodide+numpy and plain ORT-web + model at once, {link}", "s")
+        goals[f"net_{profile}_ratio"] = Goal(f"site first visit / floor, {link}", "x",
+                                             "<=", 1.10)
+    goals["net_first_visit_bytes"] = Goal("ortweb site, compressed bytes before the first "
+                                          "inference", "B")
+    goals["net_bytes_ratio"] = Goal("those bytes / the floor's", "x", "<=", 1.05)
+    goals["net_second_visit_requests"] = Goal("second visit: requests for assets (not the "
+                                              "manifest and service worker checks)", "",
+                                              "<=", 0)
+    return goals
+
+
 GOALS.update(_engine_goals())
+GOALS.update(_network_goals())
 FIXED_KEYS = tuple(GOALS)
 
 

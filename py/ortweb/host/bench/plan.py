@@ -51,6 +51,14 @@ class Plan:
     engines_k: int = 50
     engines_node_filter: str | None = None
     engines_case_timeout: float = 45.0
+    #: The network section: rounds, the profiles of ``network.PROFILES`` each round
+    #: visits, and the model the site and the floor load (``net_layers`` MatMul+Relu of
+    #: ``[net_batch, net_width]``, as the site section's).
+    net_reps: int = 4
+    net_profiles: tuple[str, ...] = ("loopback", "broadband", "mobile")
+    net_batch: int = 384
+    net_width: int = 512
+    net_layers: int = 8
 
     @classmethod
     def quick(cls) -> Plan:
@@ -60,7 +68,8 @@ class Plan:
                    cold_reps=2, large_reps=2, large_webgpu=False, large_over2g_mib=0,
                    site_reps=2, site_seconds=5.0, harness_reps=1, harness_tests=20,
                    harness_fresh=3, engines_pairs=3, engines_k=20,
-                   engines_node_filter=r"^test_(abs|relu|add|sigmoid|matmul_2d)$")
+                   engines_node_filter=r"^test_(abs|relu|add|sigmoid|matmul_2d)$",
+                   net_reps=2)
 
     def transfer_k(self, mb: int) -> int:
         """Transfers per block at ``mb`` MiB: more of the small ones, at least 2."""

@@ -20,6 +20,7 @@ from .figures import FIXED_KEYS, GOALS, SECTIONS, Recorder
 from .harness import harness
 from .large import large
 from .models import folded_resnet50, unary_model
+from .network import network
 from .pages import bench_page
 from .plan import Plan
 from .site import site
@@ -106,6 +107,8 @@ def run_bench(
         details += harness(plan, rec, say, runtime.browser.executable)
     if "engines" in sections:
         details += engines(runtime, plan, rec, say, notes)
+    if "network" in sections:
+        details += network(runtime, plan, rec, say, notes)
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),

@@ -7,7 +7,9 @@ draws a digit, then opens the site in headless Chromium and checks it: the
 held-out digits fed through the page on wasm and on WebGPU give native
 onnxruntime's predictions, strokes drawn with the mouse give a prediction on
 screen, no request leaves 127.0.0.1, and time to first inference is measured
-in the browser.
+in the browser, and a first visit is timed again over loopback and on the
+``broadband`` link of ``ortweb bench --sections network`` (with its compressed
+bytes: :meth:`DemoCheck.network_line`).
 
 Modules: :mod:`.model` (training, export, the cache), :mod:`.site` (the site's
 inputs, its build, serving it), :mod:`.check` (the headless check). The page's
@@ -24,6 +26,7 @@ from .check import (
     check_provider,
     clear_and_draw,
     draw_digit,
+    measure_first_visit,
     shown_count,
     wait_prediction,
 )
@@ -55,6 +58,7 @@ __all__ = [
     "digits_model",
     "draw_digit",
     "export_mlp",
+    "measure_first_visit",
     "native_probabilities",
     "serve_site",
     "shown_count",

@@ -20,6 +20,7 @@ __all__ = [
     "check_provider",
     "clear_and_draw",
     "draw_digit",
+    "measure_first_visit",
     "shown_count",
     "wait_prediction",
 ]
@@ -64,6 +65,24 @@ class DemoCheck:
     screenshot: Path | None = None
     blocked: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: A first visit in a fresh context with nothing between the page and the server
+    #: (the check above goes through the offline router): over loopback, and on the
+    #: network bench's ``broadband`` link (50 Mbit/s, 20 ms; Chromium's emulation on the
+    #: page, its worker and its service worker), to the first result on the page.
+    loopback_first_result_ms: float = float("nan")
+    broadband_first_result_ms: float = float("nan")
+    #: The compressed bytes the broadband visit downloaded before its first result.
+    first_visit_bytes: int = 0
+    network_skipped: str = ""
+
+    def network_line(self) -> str:
+        """The first visit on ``broadband`` next to loopback, as the demo prints it."""
+        if self.network_skipped:
+            return f"first visit on a 50 Mbit/s, 20 ms link: not measured ({self.network_skipped})"
+        return (f"first visit: {self.first_visit_bytes / 1e6:.1f} MB compressed; first result "
+                f"{self.broadband_first_result_ms / 1000:.2f} s on a 50 Mbit/s, 20 ms link "
+                f"(Chromium's emulation), {self.loopback_first_result_ms / 1000:.2f} s over "
+                "loopback")
 
     @property
     def ok(self) -> bool:
@@ -152,9 +171,31 @@ def check_provider(page: SitePage, model: DigitsModel, provider: str,
     return check
 
 
+#: In the page: ms from navigation start to the first result shown, once there is one.
+_FIRST_RESULT: Final = "() => window.digits && window.digits.firstResultMs"
+
+
+def measure_first_visit(check: DemoCheck, url: str, browser: Browser) -> None:
+    """Fill ``check``'s first-visit figures: fresh contexts over loopback and on the
+    ``broadband`` profile of ``ortweb bench --sections network``."""
+    from ..bench.network import PROFILES, first_visit
+
+    if browser.remote:
+        # A browser elsewhere reaches the server only through a router, which would
+        # be timed with the visit.
+        check.network_skipped = "the browser is elsewhere"
+        return
+    loopback = first_visit(browser, url, PROFILES["loopback"], _FIRST_RESULT)
+    broadband = first_visit(browser, url, PROFILES["broadband"], _FIRST_RESULT)
+    check.loopback_first_result_ms = loopback["s"] * 1000
+    check.broadband_first_result_ms = broadband["s"] * 1000
+    check.first_visit_bytes = int(broadband["bytes"])
+
+
 def check_demo(url: str, model: DigitsModel, *, browser: Browser | None = None,
-               screenshot: Path | None = None) -> DemoCheck:
-    """Open the demo site at ``url`` headless and check it (see :mod:`ortweb.host.demo`)."""
+               screenshot: Path | None = None, network: bool = True) -> DemoCheck:
+    """Open the demo site at ``url`` headless and check it (see :mod:`ortweb.host.demo`);
+    with ``network``, time two more first visits (:func:`measure_first_visit`)."""
     check = DemoCheck(url)
     own = browser is None
     browser = browser or Browser()
@@ -181,6 +222,8 @@ def check_demo(url: str, model: DigitsModel, *, browser: Browser | None = None,
                 check.screenshot = page.screenshot(screenshot)
             check.errors = list(page.errors)
         check.blocked = ctx.blocked
+        if network:
+            measure_first_visit(check, url, browser)
     finally:
         if own:
             browser.close()
