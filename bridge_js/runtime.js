@@ -45,16 +45,26 @@ export const config = {
 /** @type {Map<string, Promise<any>>} */
 const loaded = new Map();
 
-/** @type {((urls: string[]) => Promise<void>)|null} */
+/** @type {((urls: string[], fatal?: boolean) => Promise<void>)|null} */
 let moduleCheck = null;
 
 /**
  * Have `check` look at a build's module and Emscripten glue before they are
- * imported: in a site's Web Worker no import map's `integrity` covers them.
- * @param {((urls: string[]) => Promise<void>)|null} check
+ * imported: in a site's Web Worker no import map's `integrity` covers them. A check
+ * with `fatal` false leaves the page running when a module fails it.
+ * @param {((urls: string[], fatal?: boolean) => Promise<void>)|null} check
  */
 export function checkModulesWith(check) {
   moduleCheck = check;
+}
+
+/**
+ * Import the module `urls[0]` once `urls` (it, and what it imports that the page has
+ * not loaded yet) passed the module check; one that fails it rejects this import only.
+ * @param {string[]} urls absolute
+ */
+export function importChecked(urls) {
+  return Promise.resolve(moduleCheck?.(urls, false)).then(() => import(/* @vite-ignore */ urls[0]));
 }
 
 /**

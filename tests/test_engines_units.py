@@ -228,3 +228,34 @@ def test_the_bridge_checks_engine_files_against_the_pins_of_the_lock():
     source = (root / "bridge_js" / "engine_files.js").read_text()
     in_bridge = dict(re.findall(r"'([a-z]+/[\w.-]+)': '([0-9a-f]{64})'", source))
     assert in_bridge == json.loads((root / "assets.lock.json").read_text())["engines"]
+
+
+def test_an_engine_s_code_list_is_what_its_sessions_import_beyond_start_up():
+    from pathlib import Path
+
+    from ortweb.host.build.bridge_modules import (
+        code_closure,
+        engine_code,
+        full_closure,
+        startup_modules,
+        static_imports,
+    )
+
+    bridge = Path(__file__).resolve().parents[1] / "bridge_js"
+    code = engine_code(bridge)
+    # Every engine but onnxruntime-web's own (the bridge's start-up uses it) is loaded
+    # when a session first tries it.
+    assert set(code) == {e.name for e in ENGINES} - {"ort"}
+    startup = startup_modules(bridge)
+    for engine, files in code.items():
+        assert files[0] == f"{engine}_session.js", files
+        assert files[0] not in startup, f"{files[0]} is imported at start-up"
+        # The list the bridge checks before the import is all that the import brings.
+        assert set(files) == code_closure(bridge, engine), (engine, files)
+        # No JSON module on its way (lazy_engine.js: Chromium crashes on a main-thread
+        # site's page).
+        reached = full_closure(bridge, files[0])
+        assert not any(f.endswith(".json") for f in reached), (engine, sorted(reached))
+    assert static_imports("import { a } from './a.js';\nexport { b } from './b.js';\n"
+                          "import './c.js';\nconst x = import('./d.js');\n") == {
+        "a.js", "b.js", "c.js"}

@@ -601,6 +601,13 @@ def test_window_ortweb_calls_python_functions(app_page) -> None:
         app_page.call("_private")
 
 
+def test_the_other_engines_code_is_not_part_of_the_first_visit(app_site: Path) -> None:
+    # The page's test below checks that it does not download them either.
+    files = _manifest(app_site)["files"]
+    for name in ("tract_session.js", "wonnx_session.js"):
+        assert files[f"ortweb/bridge/{name}"]["first_visit"] is False, name
+
+
 @pytest.mark.browser
 def test_the_page_downloads_compressed_and_only_first_visit_files(app_page, app_site: Path,
                                                                    app_server) -> None:

@@ -6,6 +6,7 @@ fetches none of its files."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,10 @@ def test_a_site_packed_with_tract_ships_tract_and_nothing_it_does_not_need(tract
     # wasm's build only: no WebGPU build, no wonnx.
     assert sorted(p.name for p in _shipped(tract_site / "ort")) == sorted(
         ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"])
+    # The first session tries tract: its code is part of the first visit, wonnx's is not.
+    first = {p for p, meta in manifest["files"].items() if meta["first_visit"]}
+    assert {"ortweb/bridge/tract_session.js", "ortweb/engines/tract/tract-worker.js"} <= first
+    assert "ortweb/bridge/wonnx_session.js" not in first
 
 
 def test_the_page_runs_on_the_packed_engine_and_falls_back_where_it_cannot(
@@ -105,3 +110,68 @@ def test_the_page_runs_on_the_packed_engine_and_falls_back_where_it_cannot(
     engine_files = json.loads(next(line for line in lines if line.startswith("ENGINE_FILES"))
                               .split(" ", 1)[1])
     assert engine_files == ["tract/tract-worker.js"]
+
+
+#: A session that names tract at inference time on a site whose first provider is wasm.
+LATER_APP = """\
+import json
+
+import numpy as np
+
+import ortweb
+
+sess = await ortweb.InferenceSession.create("affine.onnx", providers=["tract", "wasm"])
+(y,) = await sess.run_async(None, {"x": np.array([[1.5, -2.0, 0.25]], np.float32)})
+print("RESULT", sess.provider, json.dumps(y.tolist()), json.dumps(sess.skipped_providers),
+      sep="\t")
+await sess.close_async()
+"""
+
+
+@pytest.fixture(scope="module", params=["worker", "main-thread"])
+def wasm_first_site(request: pytest.FixtureRequest,
+                    tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # In the worker the loader checks the engine's code before the import; on the main
+    # thread the import map's integrity does (bridge_js/lazy_engine.js: and why that
+    # code must not reach builds.json there).
+    folder = tmp_path_factory.mktemp("later_inputs")
+    (folder / "affine.onnx").write_bytes(affine_model())
+    (folder / "app.py").write_text(LATER_APP)
+    site = tmp_path_factory.mktemp("sites") / "wasm_first"
+    build_site(folder / "affine.onnx", folder / "app.py", site, providers=["wasm", "tract"],
+               worker=request.param == "worker")
+    return site
+
+
+def _run_later_app(browser: Browser, site: Path) -> tuple[str, np.ndarray, dict[str, str]]:
+    with StaticServer(site) as server:
+        with SiteContext(browser, server.url) as ctx, ctx.open(server.url) as page:
+            line = next(x for x in page.output().splitlines() if x.startswith("RESULT"))
+            assert not ctx.blocked
+    _, provider, values, skipped = line.split("\t")
+    return provider, np.asarray(json.loads(values), np.float32), json.loads(skipped)
+
+
+def test_an_engine_named_at_inference_time_imports_its_code_then(
+        browser: Browser, wasm_first_site: Path) -> None:
+    files = json.loads((wasm_first_site / "ortweb-manifest.json").read_text())["files"]
+    assert files["ortweb/bridge/tract_session.js"]["first_visit"] is False
+    provider, y, skipped = _run_later_app(browser, wasm_first_site)
+    assert provider == "tract" and skipped == {}
+    x = np.array([[1.5, -2.0, 0.25]], np.float32)
+    np.testing.assert_allclose(y, native(affine_model(), x), rtol=1e-6)
+
+
+def test_a_changed_engine_module_is_refused_by_name_and_the_policy_falls_back(
+        browser: Browser, wasm_first_site: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(wasm_first_site, site)
+    code = site / "ortweb" / "bridge" / "tract_session.js"
+    code.write_text(code.read_text().replace("tract could not load", "tract cannot load"))
+    for copy in code.parent.glob("tract_session.js.*"):  # the .br/.gz beside it
+        copy.unlink()
+    provider, y, skipped = _run_later_app(browser, site)
+    assert provider == "wasm", (provider, skipped)
+    assert "tract_session.js" in skipped["tract"], skipped
+    x = np.array([[1.5, -2.0, 0.25]], np.float32)
+    np.testing.assert_allclose(y, native(affine_model(), x), rtol=1e-6)

@@ -372,9 +372,13 @@ function workerError(url, why) {
   return err;
 }
 
-/** The bytes of the worker's own modules, checked (SRI) before the worker imports them. */
+/**
+ * The bytes of the worker's own modules, checked (SRI) before the worker imports them;
+ * those marked `later` (an engine's code, bridge_js/lazy_engine.js) are checked by the
+ * worker when a session first tries that engine.
+ */
 async function checkWorkerModules() {
-  const own = (config.modules ?? []).filter((/** @type {any} */ m) => m.url.startsWith('ortweb/'));
+  const own = (config.modules ?? []).filter((/** @type {any} */ m) => m.url.startsWith('ortweb/') && !m.later);
   await Promise.all(own.map(async (/** @type {any} */ m) => {
     const url = absolute(m.url);
     let response;

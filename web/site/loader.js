@@ -135,9 +135,10 @@ export function createLoader(config, base, hooks, options = {}) {
    * @param {string} url absolute
    * @param {Asset} asset
    * @param {RequestInit} [init]
+   * @param {boolean} [fatal] a failure fails the page (else only the caller hears of it)
    * @returns {Promise<{response: Response|null, bytes: Uint8Array|null}>}
    */
-  async function open(url, asset, init) {
+  async function open(url, asset, init, fatal = true) {
     const progress = hooks.row(url, asset.label ?? asset.url, asset.size);
     const integrity = init?.integrity;
     const attempt = async () => {
@@ -174,7 +175,7 @@ export function createLoader(config, base, hooks, options = {}) {
       progress.finish('error');
       // Some loaders (Pyodide's wasm instantiation among them) only log a failed
       // fetch and then wait forever: fail the page here, loudly.
-      hooks.fail(err);
+      if (fatal) hooks.fail(err);
       throw err;
     }
   }
@@ -185,14 +186,15 @@ export function createLoader(config, base, hooks, options = {}) {
   /**
    * `open`, or the download `prefetch` started for `url` (taken once).
    * @param {string} url absolute @param {Asset} asset @param {RequestInit} [init]
+   * @param {boolean} [fatal] see `open`
    */
-  function take(url, asset, init) {
+  function take(url, asset, init, fatal = true) {
     const started = early.get(url);
     if (started) {
       early.delete(url);
       return started;
     }
-    return open(url, asset, init);
+    return open(url, asset, init, fatal);
   }
 
   /**
@@ -214,9 +216,10 @@ export function createLoader(config, base, hooks, options = {}) {
   /**
    * Download `asset` (or take it from the service worker's cache): its checked bytes.
    * @param {string} url absolute @param {Asset} asset @param {RequestInit} [init]
+   * @param {boolean} [fatal] see `open`
    */
-  async function download(url, asset, init) {
-    const { response, bytes } = await take(url, asset, init);
+  async function download(url, asset, init, fatal = true) {
+    const { response, bytes } = await take(url, asset, init, fatal);
     return bytes ?? new Uint8Array(await /** @type {Response} */ (response).arrayBuffer());
   }
 
@@ -328,14 +331,16 @@ export function createLoader(config, base, hooks, options = {}) {
    * module from its HTTP cache (or the site's service worker), which now holds the
    * checked bytes.
    * @param {string[]} urls relative to the page, or absolute
+   * @param {boolean} [fatal] a module that fails its check fails the page (false: an
+   *   engine's code, whose import only fails that engine's attempt)
    */
-  async function checkModules(urls) {
+  async function checkModules(urls, fatal = true) {
     await Promise.all(urls.map(async (url) => {
       const href = absolute(url);
       const mod = modules.get(href);
       if (!mod) throw new Error(`ortweb: ${url} is not a module of this site`);
       if (!mod.sha256) return;
-      await download(href, mod);
+      await download(href, mod, undefined, fatal);
     }));
   }
 

@@ -83,7 +83,7 @@ async function main(config, base, controlled) {
     .map((name) => loader.absolute(config.pyodide.indexURL + name));
   const pyodideChecked = loader.checkModules(pyodideModules);
   pyodideChecked.catch(() => {});
-  checkModulesWith((urls) => loader.checkModules(urls));
+  checkModulesWith((urls, fatal) => loader.checkModules(urls, fatal));
   // A memory snapshot of the interpreter (snapshot.js): the build's, unpacked by an
   // earlier visit or downloading from now on; else one made in the browser. Both are
   // kept only under the service worker, whose cache holds Pyodide's checked files for

@@ -48,6 +48,7 @@ from ... import __version__
 from ..errors import SiteError
 from ..inpage import source as inpage_source
 from .assets import Assets, find_assets
+from .bridge_modules import lazy_only
 from .offline_packages import PackageError, read_offline
 from .pyodide_bytecode import Bytecode, make_bytecode
 from .pyodide_snapshot import JSPI as SNAPSHOT_JSPI
@@ -113,6 +114,13 @@ _HEADERS_FILE: Final = """\
   Cross-Origin-Embedder-Policy: require-corp
   Cross-Origin-Resource-Policy: same-origin
 """
+
+
+def _lead_engine(providers: Sequence[str]) -> str:
+    """The engine of the provider a site's first session tries."""
+    from ..._engines import engine_of
+
+    return engine_of(providers[0]).name if providers else "ort"
 
 
 def build_site(
@@ -303,6 +311,12 @@ def _write(
     for src in sorted([*assets.bridge.glob("*.js"), assets.bridge / "builds.json"]):
         loads.module(f"ortweb/bridge/{src.name}", b.add_file(f"ortweb/bridge/{src.name}", src),
                      src.name)
+    # The code of engines the first session does not try: imported (and checked) only
+    # when a session tries them, so neither the page nor its first visit fetch it.
+    later_code = {f"ortweb/bridge/{f}" for f in lazy_only(assets.bridge, _lead_engine(providers))}
+    for entry in loads.modules:
+        if entry["url"] in later_code:
+            entry["later"] = True
     runner = b.add_bytes("ortweb/site_runner.py", inpage_source("site_runner").encode())
     runner_entry = loads.fetch("ortweb/site_runner.py", runner, "site_runner.py")
     # ``import ortweb_page``: how the script posts to the page.
@@ -420,17 +434,16 @@ def _write(
     site_files = b.files()
     # What a first visit downloads before the script's first result: the page and its
     # service worker, what boot.js loads, and the engine of the first provider (the one
-    # the first session tries: the other ORT build and later providers' engines are for
-    # fallbacks).
-    from ..._engines import engine_of
-
-    lead = engine_of(providers[0]).name if providers else "ort"
+    # the first session tries: the other ORT build and later providers' engines, files
+    # and code, are for fallbacks).
+    lead = _lead_engine(providers)
     lead_files = ([f"ort/{n}" for n in ort_files(providers[:1], webgpu_build, assets)]
                   if lead == "ort" else
                   [p for p in b.digests if p.startswith(f"ortweb/engines/{lead}/")])
     # The service worker is registered before the downloads, which it then stores.
     first = first_visit(loads, page=set(b.digests) - before_template | {SW_SCRIPT},
-                        lead=lead_files)
+                        lead=lead_files,
+                        later=later_code)
     compress_written(set(b.digests) - before_template)  # the template's files
     entries = {f.path: {"size": f.size, "sha256": f.sha256, "first_visit": f.path in first,
                         **({"encodings": encoded[f.path]} if encoded.get(f.path) else {})}

@@ -145,17 +145,18 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     return manifest
 
 
-def first_visit(loads: PageLoads, page: set[str], lead: list[str]) -> set[str]:
+def first_visit(loads: PageLoads, page: set[str], lead: list[str],
+                later: set[str] | frozenset[str] = frozenset()) -> set[str]:
     """The site paths a first visit downloads before the script's first result.
 
     ``page``: the template's files (``index.html`` and what it links) and the service
-    worker; ``lead``: the files of the engine the first session tries. Of what the
-    page's boot loads, onnxruntime-web's builds count only through ``lead``, and files
-    from a CDN not at all.
+    worker; ``lead``: the files of the engine the first session tries; ``later``: the
+    bridge's modules that only another engine imports. Of what the page's boot loads,
+    onnxruntime-web's builds count only through ``lead``, and files from a CDN not at all.
     """
     urls = [entry["url"] for entry in (*loads.fetched, *loads.modules)]
     local = {unquote(u) for u in urls if "://" not in u and not u.startswith("ort/")}
-    return local | page | set(lead)
+    return (local - later) | page | set(lead)
 
 
 def visit_totals(entries: dict[str, dict[str, Any]]) -> dict[str, int]:
