@@ -64,6 +64,16 @@ def test_request_waves_follow_the_chain_not_the_count() -> None:
     assert request_waves([_entry("a", 0, 50), _entry("b", 40, 60)]) == 1
 
 
+def test_the_sites_extra_files_are_named_by_their_path_in_the_site() -> None:
+    from ortweb.host.bench.network import _beyond
+
+    site = {"/site/pyodide/pyodide.asm.wasm": 2_000_000, "/site/ortweb/snap.gz": 5_000_000,
+            "/site/ortweb/boot.js": 6_000, "/site/ortweb/bytecode.zip": 1_700_000}
+    floor = {"/site/pyodide/pyodide.asm.wasm": 2_000_000, "/floor/net_floor.js": 4_000}
+    assert list(_beyond(site, floor).items()) == [("ortweb/snap.gz", 5_000_000),
+                                                 ("ortweb/bytecode.zip", 1_700_000)]
+
+
 def test_unthrottled_flags_what_beat_the_links_rate() -> None:
     broadband = PROFILES["broadband"]  # 6,250 bytes per ms
     assert unthrottled([_entry("big", 0, 10, 1_000_000)], broadband) == 1
@@ -95,6 +105,8 @@ def test_network_section_one_round_on_broadband(ortweb_runtime) -> None:
     assert 9e6 < floor_bytes < site_bytes < notes["manifest_first_visit"]
     assert site_s > site_bytes / rate and floor_s > floor_bytes / rate
     assert details["net_unthrottled_requests"]["median"] == 0
+    # What the site fetches beyond the floor: its snapshot first of all.
+    assert next(iter(notes["site_bytes_beyond_floor"])) == "ortweb/pyodide-snapshot.gz"
     assert notes["attached_targets"] == ["service_worker", "worker"]
     assert figures["net_second_visit_requests"]["median"] == 0
     assert set(notes["second_visit_requests"]) <= {"ortweb-manifest.json", "ortweb-sw.js"}

@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from ..browser import Browser, Runtime
 from ..build.site import MANIFEST_NAME, build_site
@@ -236,10 +237,25 @@ def _visit_summary(realms: list[dict[str, Any]], ready_ms: float,
                    profile: Profile) -> dict[str, Any]:
     entries = network_entries(realms, realms[0]["origin"], ready_ms)
     last = max((e["start"] for e in entries), default=0.0)
+    per_file: dict[str, int] = {}
+    for e in entries:
+        path = urlsplit(e["name"]).path
+        per_file[path] = per_file.get(path, 0) + e["bytes"]
     return {"s": ready_ms / 1000, "bytes": sum(e["bytes"] for e in entries),
+            "per_file": per_file,
             "requests": len(entries), "waves": request_waves(entries),
             "last_request_rtts": last / profile.rtt_ms if profile.emulated else None,
             "unthrottled": unthrottled(entries, profile) if profile.emulated else 0}
+
+
+def _beyond(site: Mapping[str, int], floor: Mapping[str, int],
+            least: int = 10_000) -> dict[str, int]:
+    """The site's files of ``least`` bytes or more that the floor did without, largest
+    first (paths under the site's folder, as both pages load them from there)."""
+    floor_files = {path.split("/site/", 1)[-1] for path in floor}
+    extra = {path.split("/site/", 1)[-1]: n for path, n in site.items()
+             if path.split("/site/", 1)[-1] not in floor_files and n >= least}
+    return dict(sorted(extra.items(), key=lambda kv: -kv[1]))
 
 
 def _ready_ms(page: Any, timeout_s: float = 600.0) -> float:
@@ -410,7 +426,8 @@ def _network(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                 seconds.append(len(site["second_assets"]))
                 notes.setdefault("network", {}).update({
                     "second_visit_requests": site["second_requests"],
-                    "attached_targets": site["attached"]})
+                    "attached_targets": site["attached"],
+                    "site_bytes_beyond_floor": _beyond(site["per_file"], floor["per_file"])})
                 say(f"bench: network: round {i + 1} {p}: site {site['s']:.2f} s, floor "
                     f"{floor['s']:.2f} s; {site['bytes']:,} / {floor['bytes']:,} bytes")
         for profile in profiles:
