@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -351,3 +352,7 @@ def test_demo():
     assert result.returncode == 0, result.stdout + result.stderr
     assert "demo: OK" in result.stdout
     assert "provider wasm" in result.stdout and "provider webgpu" in result.stdout
+    # The first visit on an emulated link beside loopback (issue 30), for each site.
+    assert len(re.findall(r"first visit: [\d.]+ MB compressed; first result [\d.]+ s on a "
+                          r"50 Mbit/s, 20 ms link \(Chromium's emulation\), [\d.]+ s over "
+                          r"loopback", result.stdout)) == 2, result.stdout

@@ -161,6 +161,7 @@ def _print_check(check: object, model: object) -> None:
     print(f"  page ready {check.ready_ms / 1000:.1f} s after navigation; time to first inference "
           f"(page load → first result, measured in the browser): "
           f"{check.first_result_ms / 1000:.2f} s")
+    print(f"  {check.network_line()}")
     print(f"  Python runs {'in a Web Worker' if check.mode == 'worker' else 'on the main thread'}"
           f"; crossOriginIsolated: {'yes' if check.cross_origin_isolated else 'NO'}; default EP "
           f"{check.default_provider}")
