@@ -163,6 +163,10 @@ def test_a_site_imports_its_packages_from_the_shipped_bytecode(
     assert ("ortweb/pyodide-bytecode.zip" in files) is bytecode
     want = _native()
     with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+        # The bytecode is for later visits: a first one stores it, unused.
+        with ctx.open(server.url) as first:
+            assert set(first.call("probe")["flags"].values()) != {_UNCHECKED_HASH}
+            first.evaluate("() => window.ortweb.offline")
         with ctx.open(server.url) as page:
             assert f"VERSION 1 {json.dumps(want[0].tolist())}" in page.output()
             np.testing.assert_array_equal(np.asarray(page.call("negate", X.tolist())), want[1])

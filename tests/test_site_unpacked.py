@@ -90,7 +90,14 @@ def test_later_visits_write_the_files_the_first_unpacked(browser: Browser, site:
             first.evaluate("() => window.ortweb.offline")
         assert any("/numpy/" in p for p in unpacked) and any("/ortweb/" in p for p in unpacked)
         assert any(p.endswith(".dist-info/INSTALLER") for p in unpacked)
-        # The packages' bytecode the site ships is kept with them.
+        # The packages' bytecode the site ships is for later visits: the second adds it
+        # to the kept files.
+        assert not any(p.endswith(".cpython-312.pyc") for p in unpacked)
+        with ctx.open(server.url) as second:
+            packages = second.evaluate("() => window.ortweb.packages")
+            assert packages["from"] == "kept" and packages["stored"] is True, packages
+            _check(second, want)
+            unpacked = second.call("site_files")
         assert any(p.endswith(".cpython-312.pyc") and "/numpy/" in p for p in unpacked)
         for offline in (False, True):
             ctx.context.set_offline(offline)

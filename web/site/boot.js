@@ -550,9 +550,10 @@ async function call(name, ...args) {
   get snapshot() { return config.worker ? ready.then(() => snapshotDone) : Promise.resolve(null); },
   /**
    * After `ready`: resolves once what this visit unpacked from Pyodide's wheels is kept
-   * for the next visit (unpacked.js): `{from: 'wheels', stored: true, bytes, ms}`,
-   * `{from: 'wheels', stored: false, error}`, or `{from: 'kept'}` when this visit wrote
-   * them from an earlier visit's copy.
+   * for the next visit (unpacked.js): `{from, stored: true, bytes, ms}` or `{from,
+   * stored: false, error}`, `from` saying whether this visit wrote them from an earlier
+   * visit's copy ('kept') or unpacked the wheels ('wheels'); `{from: 'kept'}` when it
+   * had nothing new to keep.
    */
   get packages() { return ready.then(() => packagesDone); },
   /** Whether the site's service worker serves this page. */

@@ -307,6 +307,26 @@ export function createLoader(config, base, hooks, options = {}) {
   }
 
   /**
+   * Whether the site's service worker holds the checked bytes of the listed file `url`
+   * already (it stores every file once a first visit is ready), so that reading it
+   * costs no download: the files only later visits use (the build's snapshot, the
+   * packages' bytecode) are read then. Its cache and keys are ortweb-sw.js's.
+   * @param {string} url relative to the page, or absolute
+   * @returns {Promise<boolean>}
+   */
+  async function stored(url) {
+    const href = absolute(url);
+    const asset = assets.get(href);
+    if (!asset || !options.controlled || !globalThis.caches) return false;
+    try {
+      const cache = await caches.open(`ortweb-site ${new URL('.', base).href}`);
+      return Boolean(await cache.match(`${href}?ortweb-sha256=${asset.sha256}`));
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * `fetch` for the whole realm: listed files go through the verified download
    * (the model through the cache); everything else is untouched.
    * @param {RequestInfo | URL} input
@@ -349,6 +369,7 @@ export function createLoader(config, base, hooks, options = {}) {
     bytesOf,
     checkModules,
     prefetch,
+    stored,
     /** @param {string} url absolute */
     module: (url) => modules.get(url.split('#')[0]),
     get modelSource() { return modelSource; },

@@ -109,8 +109,11 @@ export async function startPython(config, loader, io, options = {}) {
   wheelBytes.catch(() => {});
   const installerBytes = config.installer ? loader.bytesOf(config.installer.url) : null;
   installerBytes?.catch(() => {});
-  // The packages' bytecode, compiled at build time (ortweb.host.build.pyodide_bytecode).
-  const bytecodeBytes = config.bytecode ? loader.bytesOf(config.bytecode.url) : null;
+  // The packages' bytecode, compiled at build time (ortweb.host.build.pyodide_bytecode):
+  // like the snapshot, only where the service worker holds it already (a later visit).
+  const bytecodeBytes = config.bytecode
+    ? loader.stored(config.bytecode.url).then((at) => (at ? loader.bytesOf(config.bytecode.url) : null))
+    : null;
   bytecodeBytes?.catch(() => {});
   // The lock downloads while the worker checks Pyodide's modules.
   const lock = lockFileURL(absolute(config.pyodide.lockURL));
@@ -157,8 +160,8 @@ export async function startPython(config, loader, io, options = {}) {
   }
   pyodide ??= await bootPyodide(boot);
   io.mark('pyodide');
-  if (bytecodeBytes) {
-    const bytes = await bytecodeBytes;
+  const bytes = await bytecodeBytes;
+  if (bytes && config.bytecode) {
     // Kept with the wheels (unpacked.js): its files all go under /lib.
     const write = () => unpackBytecode(pyodide, bytes);
     // Set by aroundPackages, which TypeScript cannot see run.

@@ -90,7 +90,7 @@ export function keptPlace(place, config) {
  * *Pyodide's memory snapshot*). `kept: false` in the result says the bytes were downloaded,
  * for {@link keepBuilt} once the page is ready.
  * @param {any} config
- * @param {{bytesOf: (url: string) => Promise<Uint8Array>}} loader
+ * @param {{bytesOf: (url: string) => Promise<Uint8Array>, stored: (url: string) => Promise<boolean>}} loader
  * @param {{cacheName: string, key: string}|null} [kept]
  * @returns {Promise<{bytes: Uint8Array, kept: boolean}|null>}
  */
@@ -100,7 +100,11 @@ export async function builtSnapshot(config, loader, kept = null) {
     const bytes = await loadSnapshot(kept);
     if (bytes) return { bytes, kept: true };
   }
-  if (typeof DecompressionStream === 'undefined') return null;
+  // A first visit boots as usual: on a real link the snapshot's bytes cost more than
+  // the boot they save. Later visits take it from the service worker's cache.
+  if (typeof DecompressionStream === 'undefined' || !await loader.stored(config.snapshot.url)) {
+    return null;
+  }
   const packed = await loader.bytesOf(config.snapshot.url);
   let bytes;
   try {

@@ -167,17 +167,20 @@ export async function keepUnpacked(place, recorded) {
 }
 
 /**
- * After a visit is ready: where its wheels came from, and whether what it unpacked is
- * now kept for the next visit: `{from: 'kept'}`, `{from: 'wheels', stored: true, bytes,
- * ms}`, or `{from: 'wheels', stored: false, error}`.
+ * After a visit is ready: where its wheels came from (`from`: 'kept' or 'wheels'), and
+ * whether what it unpacked is now kept for the next visit: `{from: 'kept'}` when it
+ * unpacked nothing new, else `{from, stored: true, bytes, ms}` or `{from, stored: false,
+ * error}` (a second visit adds the packages' bytecode, which a first one does not use,
+ * to the wheels the first kept).
  * @param {{cacheName: string, key: string}|null} place
  * @param {ReturnType<typeof unpackWith>|null} unpacking
  */
 export async function keepPackages(place, unpacking) {
-  if (unpacking?.used.length && !unpacking.recorded.length) return { from: 'kept' };
-  if (!place) return { from: 'wheels', stored: false, error: 'nothing is kept here (no service worker)' };
-  if (!unpacking?.recorded.length) return { from: 'wheels', stored: false, error: 'no wheel to keep' };
-  return { from: 'wheels', ...await keepUnpacked(place, [...unpacking.used, ...unpacking.recorded]) };
+  const from = unpacking?.used.length ? 'kept' : 'wheels';
+  if (from === 'kept' && !unpacking?.recorded.length) return { from };
+  if (!place) return { from, stored: false, error: 'nothing is kept here (no service worker)' };
+  if (!unpacking?.recorded.length) return { from, stored: false, error: 'no wheel to keep' };
+  return { from, ...await keepUnpacked(place, [...unpacking.used, ...unpacking.recorded]) };
 }
 
 /**

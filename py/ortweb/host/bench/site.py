@@ -318,6 +318,8 @@ def site(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
         notes.setdefault("site", {}).update({
             "model": f"{_LAYERS} x MatMul+Relu [{_BATCH}, {_WIDTH}] on wasm",
             "site_size_mb": sum(f["size"] for f in files.values()) / 1e6,
+            "site_first_visit_mb": sum(f["size"] for f in files.values()
+                                       if f["first_visit"]) / 1e6,
             "second_visit_network_requests_per_round": requests,
             "median_second_visit_requests": statistics.median(requests) if requests else None,
         })

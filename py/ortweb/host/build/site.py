@@ -440,10 +440,12 @@ def _write(
     lead_files = ([f"ort/{n}" for n in ort_files(providers[:1], webgpu_build, assets)]
                   if lead == "ort" else
                   [p for p in b.digests if p.startswith(f"ortweb/engines/{lead}/")])
-    # The service worker is registered before the downloads, which it then stores.
+    # The service worker is registered before the downloads, which it then stores. The
+    # snapshot and the bytecode are for later visits (snapshot.js: they cost a first
+    # visit on a real link more than they save).
+    later_visits = {e["url"] for e in (snapshot_entry, bytecode_entry) if e}
     first = first_visit(loads, page=set(b.digests) - before_template | {SW_SCRIPT},
-                        lead=lead_files,
-                        later=later_code)
+                        lead=lead_files, later=later_code | later_visits)
     compress_written(set(b.digests) - before_template)  # the template's files
     entries = {f.path: {"size": f.size, "sha256": f.sha256, "first_visit": f.path in first,
                         **({"encodings": encoded[f.path]} if encoded.get(f.path) else {})}
