@@ -169,7 +169,7 @@ def test_the_readme_is_short_and_its_figures_are_the_kept_runs() -> None:
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 150
     figures: dict[str, dict] = {}
-    for name in ("latest", "engines"):
+    for name in ("latest", "engines", "network"):
         run = json.loads((DOCS / "bench" / f"{name}.json").read_text())
         figures |= {k: v for k, v in run["figures"].items() if v["n"]}
     rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", readme, re.M)
