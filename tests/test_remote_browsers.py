@@ -62,6 +62,21 @@ CUT = ("--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>")
 # -- host-only --------------------------------------------------------------------------
 
 
+def test_a_refused_connection_is_not_read_as_a_version_mismatch() -> None:
+    from ortweb.host.browser.endpoint import _explain
+
+    endpoint = parse_endpoint("pw+ws://127.0.0.1:42891/")
+    refused = _explain(endpoint, RuntimeError(
+        "BrowserType.connect: connect ECONNREFUSED 127.0.0.1:42891\nCall log:\n"
+        "  - <ws connecting> ws://127.0.0.1:42891/\n  - <ws error> error connect "
+        "ECONNREFUSED 127.0.0.1:42891\n  - <ws connect error> after 4286ms"))
+    assert "connection refused" in str(refused) and "version" not in str(refused), refused
+    old = _explain(endpoint, RuntimeError(
+        "BrowserType.connect: WebSocket error: ws://127.0.0.1:42891/ 428 Precondition "
+        "Required\n<ws unexpected response> 428 Precondition Required"))
+    assert "the Playwright server runs Playwright another version" in str(old), old
+
+
 def test_endpoint_kinds_and_prefixes() -> None:
     assert parse_endpoint("http://h:9222").kind == "cdp"
     assert parse_endpoint("ws://h:9222/devtools/browser/abc").kind == "cdp"

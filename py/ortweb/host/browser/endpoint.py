@@ -177,7 +177,12 @@ def _explain(endpoint: Endpoint, exc: BaseException) -> BrowserError:
     client = version("playwright")
     text = str(exc)
     mismatch = re.search(r"server version: v([\d.]+)", text)
-    if "version mismatch" in text or "428" in text:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), text)
+    # A refused connection had no server to answer, whatever its call log's numbers say.
+    if "ECONNREFUSED" in text or "Connection refused" in text:
+        return BrowserError(f"browser endpoint {endpoint.text}: connection refused ({first})")
+    # HTTP 428 is how a Playwright server refuses another version (not a port's 428..).
+    if "version mismatch" in text or re.search(r"(?<![\d.:])428(?![\d.])", text):
         server = mismatch.group(1) if mismatch else "another version"
         return BrowserError(
             f"browser endpoint {endpoint.text}: the Playwright server runs Playwright "
@@ -185,9 +190,6 @@ def _explain(endpoint: Endpoint, exc: BaseException) -> BrowserError:
             f"must match (pip install 'playwright=={server}.*' here, or run a server of "
             f"{client})"
         )
-    first = next((line.strip() for line in text.splitlines() if line.strip()), text)
-    if "ECONNREFUSED" in text or "Connection refused" in text:
-        return BrowserError(f"browser endpoint {endpoint.text}: connection refused ({first})")
     return BrowserError(f"browser endpoint {endpoint.text}: cannot connect ({first})")
 
 
