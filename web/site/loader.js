@@ -320,7 +320,7 @@ export function createLoader(config, base, hooks, options = {}) {
     if (!asset || !options.controlled || !globalThis.caches) return false;
     try {
       const cache = await caches.open(`ortweb-site ${new URL('.', base).href}`);
-      return Boolean(await cache.match(`${href}?ortweb-sha256=${asset.sha256}`));
+      return Boolean(await cache.match(cacheKey(href, asset.sha256)));
     } catch {
       return false;
     }

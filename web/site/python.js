@@ -161,7 +161,7 @@ export async function startPython(config, loader, io, options = {}) {
   pyodide ??= await bootPyodide(boot);
   io.mark('pyodide');
   const bytes = await bytecodeBytes;
-  if (bytes && config.bytecode) {
+  if (bytes) {
     // Kept with the wheels (unpacked.js): its files all go under /lib.
     const write = () => unpackBytecode(pyodide, bytes);
     // Set by aroundPackages, which TypeScript cannot see run.

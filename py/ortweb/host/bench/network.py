@@ -71,7 +71,7 @@ from ..build.site import MANIFEST_NAME, build_site
 from ..serve import StaticServer
 from .figures import Recorder
 from .plan import Plan
-from .site import site_model
+from .site import ready_ms, site_model
 
 __all__ = ["PROFILES", "Profile", "Throttle", "first_visit", "network", "network_entries",
            "request_waves", "unthrottled"]
@@ -233,15 +233,15 @@ def _realms(context: Any, page: Any) -> list[dict[str, Any]]:
     return got
 
 
-def _visit_summary(realms: list[dict[str, Any]], ready_ms: float,
+def _visit_summary(realms: list[dict[str, Any]], until_ms: float,
                    profile: Profile) -> dict[str, Any]:
-    entries = network_entries(realms, realms[0]["origin"], ready_ms)
+    entries = network_entries(realms, realms[0]["origin"], until_ms)
     last = max((e["start"] for e in entries), default=0.0)
     per_file: dict[str, int] = {}
     for e in entries:
         path = urlsplit(e["name"]).path
         per_file[path] = per_file.get(path, 0) + e["bytes"]
-    return {"s": ready_ms / 1000, "bytes": sum(e["bytes"] for e in entries),
+    return {"s": until_ms / 1000, "bytes": sum(e["bytes"] for e in entries),
             "per_file": per_file,
             "requests": len(entries), "waves": request_waves(entries),
             "last_request_rtts": last / profile.rtt_ms if profile.emulated else None,
@@ -258,14 +258,9 @@ def _beyond(site: Mapping[str, int], floor: Mapping[str, int],
     return dict(sorted(extra.items(), key=lambda kv: -kv[1]))
 
 
-def _ready_ms(page: Any, timeout_s: float = 600.0) -> float:
-    page.wait_for_function(
-        "() => ['ready', 'failed'].includes(document.documentElement.dataset.ortweb)",
-        timeout=timeout_s * 1000)
-    if page.evaluate("() => document.documentElement.dataset.ortweb") != "ready":
-        text = page.evaluate("() => document.getElementById('ortweb-error')?.innerText ?? ''")
-        raise RuntimeError(f"the site failed to start: {text}")
-    return float(page.evaluate("() => window.ortweb.timings.ready"))
+#: How long a visit on an emulated link may take to be ready (a slow link's first visit
+#: takes minutes on a large site).
+_READY_TIMEOUT_S: Final = 600.0
 
 
 #: Requests a second visit makes by design: the manifest check and the browser's
@@ -281,7 +276,7 @@ def _site_visits(runtime: Runtime, server: StaticServer, url: str,
         page = context.new_page()
         throttle = Throttle(context, page, profile)
         page.goto(url)
-        ready = _ready_ms(page)
+        ready = ready_ms(page, _READY_TIMEOUT_S)
         first = _visit_summary(_realms(context, page), ready, profile)
         first["attached"] = sorted(throttle.attached)
         stored = page.evaluate("() => window.ortweb.offline")
@@ -292,7 +287,7 @@ def _site_visits(runtime: Runtime, server: StaticServer, url: str,
             page = context.new_page()
             Throttle(context, page, profile)
             page.goto(url)
-            second = _ready_ms(page)
+            second = ready_ms(page, _READY_TIMEOUT_S)
             page.wait_for_timeout(500)
             page.close()
     finally:
@@ -330,7 +325,7 @@ def first_visit(browser: Browser, url: str, profile: Profile,
         page = context.new_page()
         Throttle(context, page, profile)
         page.goto(url)
-        ready = ms = _ready_ms(page)
+        ready = ms = ready_ms(page, _READY_TIMEOUT_S)
         if result is not None:
             page.wait_for_function(result, timeout=600_000)
             ms = float(page.evaluate(result))

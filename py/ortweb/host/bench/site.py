@@ -48,7 +48,7 @@ from .figures import Recorder
 from .pages import cold_plain
 from .plan import Plan
 
-__all__ = ["site", "site_model"]
+__all__ = ["ready_ms", "site", "site_model"]
 
 Say = Callable[[str], None]
 
@@ -135,7 +135,9 @@ def _build(work: Path, out: Path, *, worker: bool) -> dict[str, Any]:
     return dict(json.loads((out / MANIFEST_NAME).read_text())["files"])
 
 
-def _ready_ms(page: Any, timeout_s: float = 300.0) -> float:
+def ready_ms(page: Any, timeout_s: float = 300.0) -> float:
+    """When a site's page was ready (its ``ready`` mark, ms since navigation start),
+    waiting up to ``timeout_s``; a page that failed to start raises with its error."""
     page.wait_for_function(
         "() => ['ready', 'failed'].includes(document.documentElement.dataset.ortweb)",
         timeout=timeout_s * 1000)
@@ -178,7 +180,7 @@ def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]
     try:
         page = context.new_page()
         page.goto(url)
-        first = _ready_ms(page)
+        first = ready_ms(page)
         first_boot = page.evaluate("() => window.ortweb.pythonBoot")
         # The site's own files requested until the first inference (worker included).
         rel = [u[len(url):].split("?")[0] or "index.html"
@@ -196,7 +198,7 @@ def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]
         with runtime.server.watching() as served:
             page = context.new_page()
             page.goto(url)
-            second = _ready_ms(page)
+            second = ready_ms(page)
             second_boot = page.evaluate("() => window.ortweb.pythonBoot")
             second_packages = page.evaluate("() => window.ortweb.packages")
             page.wait_for_timeout(500)
@@ -205,7 +207,7 @@ def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]
         context.set_offline(True)
         page = context.new_page()
         page.goto(url)
-        offline = _ready_ms(page)
+        offline = ready_ms(page)
         page.close()
     finally:
         context.close()
@@ -217,7 +219,7 @@ def _visits(runtime: Runtime, url: str, files: dict[str, Any]) -> dict[str, Any]
 
 def _settled(page: Any, url: str) -> None:
     page.goto(url)
-    _ready_ms(page)
+    ready_ms(page)
     # Once ready, the first visit stores the site for an offline visit and keeps
     # Pyodide's memory snapshot and its unpacked wheels: measured after that, as a
     # visitor's page runs for long.

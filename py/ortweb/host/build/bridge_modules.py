@@ -48,27 +48,31 @@ def _closure(bridge: Path, roots: set[str]) -> set[str]:
     return seen
 
 
+def _startup(bridge: Path, code: dict[str, list[str]]) -> set[str]:
+    lazy = {f for files in code.values() for f in files}
+    return _closure(bridge, {p.name for p in bridge.glob("*.js")} - lazy)
+
+
 def startup_modules(bridge: Path) -> set[str]:
     """The files every page that loads the bridge imports: every module but the
     engines' ``CODE``, with what they import."""
-    lazy = {f for files in engine_code(bridge).values() for f in files}
-    roots = {p.name for p in bridge.glob("*.js")} - lazy
-    return _closure(bridge, roots)
+    return _startup(bridge, engine_code(bridge))
 
 
 def lazy_only(bridge: Path, engine: str | None = None) -> set[str]:
     """The files imported only when a session tries an engine, less those of
     ``engine`` (the one a site's first session tries)."""
-    startup = startup_modules(bridge)
-    keep = set(engine_code(bridge).get(engine or "", []))
-    return {f for files in engine_code(bridge).values() for f in files} - startup - keep
-
-
-def code_closure(bridge: Path, engine: str) -> set[str]:
-    """What importing ``engine``'s sessions module brings that start-up did not."""
-    return _closure(bridge, {engine_code(bridge)[engine][0]}) - startup_modules(bridge)
+    code = engine_code(bridge)
+    keep = set(code.get(engine or "", []))
+    return {f for files in code.values() for f in files} - _startup(bridge, code) - keep
 
 
 def full_closure(bridge: Path, module: str) -> set[str]:
     """Every file ``module`` reaches by static imports, itself included."""
     return _closure(bridge, {module})
+
+
+def code_closure(bridge: Path, engine: str) -> set[str]:
+    """What importing ``engine``'s sessions module brings that start-up did not."""
+    code = engine_code(bridge)
+    return full_closure(bridge, code[engine][0]) - _startup(bridge, code)
