@@ -38,6 +38,9 @@ BASE_FLAGS = (
     "--disable-extensions",
     # gc() in the page, so leak meters can read after a collection, not before.
     "--js-flags=--expose-gc",
+    # performance.measureUserAgentSpecificMemory() at once, not at the next collection
+    # (seconds later): the leak tests measure workers' memory with it.
+    "--enable-blink-features=ForceEagerMeasureMemory",
 )
 #: Real WebGPU through SwiftShader (Vulkan on the CPU).
 WEBGPU_FLAGS = ("--enable-unsafe-webgpu", "--enable-features=Vulkan")
