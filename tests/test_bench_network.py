@@ -126,3 +126,43 @@ def test_the_demo_prints_broadband_beside_loopback() -> None:
         "first visit: 19.7 MB compressed; first result 7.35 s on a 50 Mbit/s, 20 ms link "
         "(Chromium's emulation), 4.20 s over loopback")
     assert "not measured (elsewhere)" in DemoCheck("u", network_skipped="elsewhere").network_line()
+
+
+def test_a_first_visit_prefetches_its_large_files_early_and_once(ortweb_runtime,
+                                                                  tmp_path) -> None:
+    """The service worker starts the first visit's large files as soon as it controls
+    the page (ortweb-sw.js, ``prefetch``), before the worker's loader asks for Pyodide;
+    the loader's requests for them wait for those downloads: no large file comes twice."""
+    import json
+    from collections import Counter
+    from urllib.parse import urlsplit
+
+    from ortweb.host.bench.network import Throttle, _build, _realms
+    from ortweb.host.bench.site import ready_ms
+    from ortweb.host.serve import StaticServer
+
+    plan = bench.Plan(net_batch=1, net_width=64, net_layers=1)
+    _build(tmp_path, plan, ortweb_runtime.assets.web)
+    manifest = json.loads((tmp_path / "site" / "ortweb-manifest.json").read_text())["files"]
+    large = [path for path, f in manifest.items()
+             if f["first_visit"] and f["size"] >= 64 << 10]
+    largest = max(large, key=lambda p: manifest[p].get("encodings", {}).get(
+        "br", manifest[p]["size"]))
+    with StaticServer(tmp_path) as server:
+        context = ortweb_runtime.browser.new_context()
+        try:
+            page = context.new_page()
+            Throttle(context, page, PROFILES["broadband"])
+            page.goto(server.url + "site/")
+            ready = ready_ms(page, 600)
+            realms = _realms(context, page)
+        finally:
+            context.close()
+    entries = network_entries(realms, realms[0]["origin"], ready)
+    paths = Counter(urlsplit(e["name"]).path.removeprefix("/site/") for e in entries)
+    assert set(large) <= set(paths), set(large) - set(paths)
+    # (boot.js and a module it imports come twice, a few KB: the page takes them before
+    # the service worker controls it, then checks them for the worker through it.)
+    assert [p for p in large if paths[p] > 1] == [], paths
+    start = {urlsplit(e["name"]).path.removeprefix("/site/"): e["start"] for e in entries}
+    assert start[largest] < start["pyodide/pyodide.mjs"], (largest, start)

@@ -499,6 +499,9 @@ async function main() {
   await awaitIsolation();
   await awaitController();
   mark('controlled');
+  // The first visit's large files start downloading now, while the modules load
+  // (ortweb-sw.js, prefetch); the loader's requests then wait for them.
+  if (controlled()) navigator.serviceWorker.controller?.postMessage({ type: 'prefetch' });
   if (config.worker) await startWorker();
   else await startInPage();
 }

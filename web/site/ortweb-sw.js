@@ -130,6 +130,22 @@ if (typeof window === 'undefined') {
   }
 
   /**
+   * Files on their way into the cache, by key: a request for one of them waits for it
+   * to be stored instead of downloading it a second time (a prefetch and the page's
+   * own request for the same file, say).
+   * @type {Map<string, Promise<void>>}
+   */
+  const inflight = new Map();
+
+  /** `done` is storing `key` until it settles. @param {string} key @param {Promise<any>} done */
+  function track(key, done) {
+    const settled = done.then(() => {}, () => {});
+    inflight.set(key, settled);
+    settled.then(() => { if (inflight.get(key) === settled) inflight.delete(key); });
+    return settled;
+  }
+
+  /**
    * Fetch `path` from the network and store it when its bytes match the manifest.
    *
    * A file's response streams to the page at once and the check runs on a copy,
@@ -143,19 +159,26 @@ if (typeof window === 'undefined') {
    * @param {string} path @param {any} entry @param {RequestInfo} request @param {(p: Promise<any>) => void} [waitUntil]
    */
   async function fetchAndStore(path, entry, request, waitUntil) {
-    const response = await fetch(request);
-    if (!response.ok || response.status === 0 || !response.body) return isolated(response);
+    /** @type {(value?: any) => void} */
+    let settle = () => {};
+    track(keyOf(path, entry.sha256), new Promise((resolve) => { settle = resolve; }));
+    const response = await fetch(request).catch((err) => { settle(); throw err; });
+    if (!response.ok || response.status === 0 || !response.body) {
+      settle();
+      return isolated(response);
+    }
     const headers = isolate(new Headers(response.headers));
     const init = { status: response.status, statusText: response.statusText, headers };
     if (path.endsWith('.wasm')) {
-      const bytes = await response.arrayBuffer();
+      const bytes = await response.arrayBuffer().catch((err) => { settle(); throw err; });
       const key = await store(path, entry, bytes, headers).catch(() => null);
+      settle();
       const hit = key ? await (await caches.open(CACHE)).match(key) : undefined;
       return hit ?? new Response(bytes, init);
     }
     const [forPage, forCache] = response.body.tee();
     const stored = new Response(forCache).arrayBuffer()
-      .then((bytes) => store(path, entry, bytes, headers)).catch(() => {});
+      .then((bytes) => store(path, entry, bytes, headers)).catch(() => {}).finally(settle);
     waitUntil?.(stored);
     return new Response(forPage, init);
   }
@@ -167,10 +190,58 @@ if (typeof window === 'undefined') {
   async function serve(path, request, site, waitUntil) {
     const entry = site?.files?.[path];
     if (!entry || entry.size > STORE_LIMIT) return isolated(await fetch(request));
-    const hit = await (await caches.open(CACHE)).match(keyOf(path, entry.sha256));
+    const cache = await caches.open(CACHE);
+    const key = keyOf(path, entry.sha256);
+    let hit = await cache.match(key);
+    // On its way (a prefetch, another request): wait for it rather than download it
+    // twice. Checked again after each await, and fetchAndStore claims the key at once.
+    while (!hit && inflight.has(key)) {
+      await inflight.get(key);
+      hit = await cache.match(key);
+    }
     // Straight from Cache Storage: the browser may keep compiled wasm beside it.
     if (hit) return hit;
     return fetchAndStore(path, entry, request, waitUntil);
+  }
+
+  /** Files of the first visit this size or larger are prefetched. */
+  const PREFETCH_MIN = 64 * 1024;
+  /**
+   * Prefetches at a time: HTTP/1.1 gives a host six connections, and the page's and
+   * its worker's modules need the others meanwhile.
+   */
+  const PREFETCH_LANES = 3;
+
+  /**
+   * The first visit's large files (the manifest's `first_visit`), fetched and stored
+   * now, largest first, a few at a time: the page asks (`prefetch`) as soon as this
+   * worker controls it, while its modules still load, so that the link is busy from
+   * then on rather than from when the loader asks for each file. Stored files and
+   * files on their way are skipped; a file whose bytes do not match is not stored (the
+   * loader's own request fetches it again and names it).
+   */
+  async function prefetch() {
+    const site = await known();
+    if (!site) return;
+    const cache = await caches.open(CACHE);
+    /** @type {[string, any][]} */
+    const todo = Object.entries(site.files).filter(([, entry]) => /** @type {any} */ (entry).first_visit
+      && entry.size >= PREFETCH_MIN && entry.size <= STORE_LIMIT);
+    const wire = (/** @type {any} */ entry) => entry.encodings?.br ?? entry.size;
+    todo.sort((a, b) => wire(b[1]) - wire(a[1]));
+    const lanes = Array.from({ length: PREFETCH_LANES }, async () => {
+      for (let next = todo.shift(); next; next = todo.shift()) {
+        const [path, entry] = next;
+        const key = keyOf(path, entry.sha256);
+        if (inflight.has(key) || await cache.match(key) || inflight.has(key)) continue;
+        await track(key, fetch(new URL(path, SCOPE).href).then(async (response) => {
+          if (!response.ok) return;
+          const bytes = await response.arrayBuffer();
+          await store(path, entry, bytes, isolate(new Headers(response.headers)));
+        }));
+      }
+    });
+    await Promise.all(lanes);
   }
 
   /** Every file of the manifest not stored yet, a few at a time. */
@@ -212,6 +283,10 @@ if (typeof window === 'undefined') {
   sw.addEventListener('activate', (/** @type {any} */ event) => event.waitUntil(sw.clients.claim()));
 
   sw.addEventListener('message', (/** @type {any} */ event) => {
+    if (event.data?.type === 'prefetch') {
+      event.waitUntil(prefetch().catch(() => {}));
+      return;
+    }
     if (event.data?.type !== 'precache') return;
     const done = precache().then(
       (result) => event.source?.postMessage({ type: 'precached', ...result }),
