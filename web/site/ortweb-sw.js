@@ -213,35 +213,47 @@ if (typeof window === 'undefined') {
   const PREFETCH_LANES = 3;
 
   /**
-   * The first visit's large files (the manifest's `first_visit`), fetched and stored
-   * now, largest first, a few at a time: the page asks (`prefetch`) as soon as this
-   * worker controls it, while its modules still load, so that the link is busy from
-   * then on rather than from when the loader asks for each file. Stored files and
-   * files on their way are skipped; a file whose bytes do not match is not stored (the
-   * loader's own request fetches it again and names it).
+   * Fetch and store each of `files` that is neither stored nor on its way, `lanes` at a
+   * time (fetchAndStore, the page's copy drained); resolves once every store settled.
+   * A failed file is left for the next visit.
+   * @param {[string, any][]} files @param {number} lanes
    */
-  async function prefetch() {
-    const site = await known();
-    if (!site) return;
+  async function storeFiles(files, lanes) {
     const cache = await caches.open(CACHE);
-    /** @type {[string, any][]} */
-    const todo = Object.entries(site.files).filter(([, entry]) => /** @type {any} */ (entry).first_visit
-      && entry.size >= PREFETCH_MIN && entry.size <= STORE_LIMIT);
-    const wire = (/** @type {any} */ entry) => entry.encodings?.br ?? entry.size;
-    todo.sort((a, b) => wire(b[1]) - wire(a[1]));
-    const lanes = Array.from({ length: PREFETCH_LANES }, async () => {
+    const todo = [...files];
+    /** @type {Promise<any>[]} */
+    const pending = [];
+    await Promise.all(Array.from({ length: lanes }, async () => {
       for (let next = todo.shift(); next; next = todo.shift()) {
         const [path, entry] = next;
         const key = keyOf(path, entry.sha256);
         if (inflight.has(key) || await cache.match(key) || inflight.has(key)) continue;
-        await track(key, fetch(new URL(path, SCOPE).href).then(async (response) => {
-          if (!response.ok) return;
-          const bytes = await response.arrayBuffer();
-          await store(path, entry, bytes, isolate(new Headers(response.headers)));
-        }));
+        try {
+          const response = await fetchAndStore(path, entry, new URL(path, SCOPE).href, (p) => pending.push(p));
+          await response.arrayBuffer();
+        } catch {
+          // Offline or a failed file: the next visit tries again.
+        }
       }
-    });
-    await Promise.all(lanes);
+    }));
+    await Promise.all(pending);
+  }
+
+  /**
+   * The first visit's large files (the manifest's `first_visit`), fetched and stored
+   * now, largest first, a few at a time: the page asks (`prefetch`) as soon as this
+   * worker controls it, while its modules still load, so that the link is busy from
+   * then on rather than from when the loader asks for each file. A file whose bytes do
+   * not match is not stored (the loader's own request fetches it again and names it).
+   */
+  async function prefetch() {
+    const site = await known();
+    if (!site) return;
+    /** @type {[string, any][]} */
+    const large = Object.entries(site.files).filter(([, entry]) => /** @type {any} */ (entry).first_visit
+      && entry.size >= PREFETCH_MIN && entry.size <= STORE_LIMIT);
+    const wire = (/** @type {any} */ entry) => entry.encodings?.br ?? entry.size;
+    await storeFiles(large.sort((a, b) => wire(b[1]) - wire(a[1])), PREFETCH_LANES);
   }
 
   /** Every file of the manifest not stored yet, a few at a time. */
@@ -251,27 +263,8 @@ if (typeof window === 'undefined') {
     if (!site) return { stored: 0, total: 0 };
     const cache = await caches.open(CACHE);
     /** @type {[string, any][]} */
-    const todo = [];
     const storable = Object.entries(site.files).filter(([, entry]) => /** @type {any} */ (entry).size <= STORE_LIMIT);
-    for (const [path, entry] of storable) {
-      if (!await cache.match(keyOf(path, /** @type {any} */ (entry).sha256))) todo.push([path, entry]);
-    }
-    /** @type {Promise<any>[]} */
-    const pending = [];
-    const lanes = Array.from({ length: 4 }, async () => {
-      for (let next = todo.shift(); next; next = todo.shift()) {
-        const [path, entry] = next;
-        try {
-          const url = new URL(/** @type {string} */ (path), SCOPE).href;
-          const response = await fetchAndStore(/** @type {string} */ (path), entry, url, (p) => pending.push(p));
-          await response.arrayBuffer();
-        } catch {
-          // Offline or a failed file: the next visit tries again.
-        }
-      }
-    });
-    await Promise.all(lanes);
-    await Promise.all(pending);
+    await storeFiles(storable, 4);
     let stored = 0;
     for (const [path, entry] of storable) {
       if (await cache.match(keyOf(path, /** @type {any} */ (entry).sha256))) stored += 1;
