@@ -210,8 +210,9 @@ def test_isolated_and_the_second_visit_uses_the_cached_model(
     context: SiteContext, page: SitePage, served
 ) -> None:
     assert page.evaluate("() => crossOriginIsolated") is True
-    model_url = served.url + "app/digits.onnx"
-    assert model_url in page.requests
+    # Fetched from where the site keeps it: its hash-keyed path.
+    model_url = served.url + page.evaluate("() => window.ortweb.config.model.at")
+    assert model_url.endswith("/app/digits.onnx") and model_url in page.requests
     with context.open(served.url) as again:
         assert model_url not in again.requests
         assert again.evaluate("() => window.ortweb.modelSource") == "cache"

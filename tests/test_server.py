@@ -637,3 +637,38 @@ def test_a_folder_sends_its_index_precompressed(tmp_path: Path) -> None:
             assert brotli.decompress(body) == page
         status, headers, _ = _request(srv, "/sub", headers={"Accept-Encoding": "br"})
         assert status == 301 and "content-encoding" not in headers  # the redirect, as before
+
+
+# -- caching ------------------------------------------------------------------------------
+
+
+def test_hash_keyed_files_are_immutable_and_the_rest_revalidated(packed: tuple[Path, bytes]
+                                                                ) -> None:
+    """A site's files under ``hashed/<16 hex digits>/`` (ortweb site's hash-keyed paths)
+    are sent with ``immutable``, plain or precompressed, GET or HEAD, under any mount;
+    everything else, and any error, is revalidated."""
+    import shutil
+
+    from ortweb.host.build.site_hashed import CACHE_CONTROL
+
+    root, _ = packed
+    kept = root / "hashed" / "0123456789abcdef" / "app"
+    kept.mkdir(parents=True)
+    for name in ("app.js", "app.js.br", "plain.js"):
+        shutil.copy(root / name, kept / name)
+    (root / "hashed" / "index.html").write_text("<p>not a hashed file</p>")
+    with StaticServer({"/": root, "/under/": root}) as srv:
+        for prefix in ("", "/under"):
+            for path in ("/hashed/0123456789abcdef/app/app.js",
+                         "/hashed/0123456789abcdef/app/plain.js?v=1"):
+                for method in ("GET", "HEAD"):
+                    status, headers, _ = _request(srv, prefix + path, method,
+                                                  headers={"Accept-Encoding": "br"})
+                    assert status == 200 and headers["cache-control"] == CACHE_CONTROL, \
+                        (method, prefix + path)
+            for path in ("/", "/index.html", "/app.js", "/hashed/", "/hashed/index.html",
+                         "/hashed/0123456789abcde/app/app.js",  # 15 digits: not a hashed path
+                         "/hashed/0123456789abcdef/app/missing.js",  # a 404 is never kept
+                         "/hashed/0123456789abcdef/app"):  # a redirect neither
+                status, headers, _ = _request(srv, prefix + path)
+                assert headers["cache-control"] == "no-cache", (prefix + path, status)

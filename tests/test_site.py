@@ -37,6 +37,7 @@ from ortweb.host.build.site import (
     build_site,
     ort_files,
 )
+from ortweb.host.build.site_hashed import CACHE_CONTROL, by_name, hashed_url, located
 from ortweb.host.demo import serve_site
 from ortweb.host.serve import StaticServer
 from ortweb.host.sitepage import SiteContext, SiteFailure, cdn_mirror
@@ -185,6 +186,18 @@ def _manifest(site: Path) -> dict:
     return json.loads((site / MANIFEST_NAME).read_text())
 
 
+def _named(site: Path, folder: str) -> list[str]:
+    """The names of the site's files in ``folder`` as the page asks for them (a file
+    kept under a hash-keyed path by its ``name``)."""
+    return sorted(name.rsplit("/", 1)[-1] for name in by_name(_manifest(site)["files"])
+                  if name.startswith(folder + "/") and "/" not in name[len(folder) + 1:])
+
+
+def _at(site: Path, name: str) -> Path:
+    """Where the site keeps the file the page asks for as ``name``."""
+    return site / located(_manifest(site), name)
+
+
 def _sri(path: Path) -> str:
     return "sha384-" + base64.b64encode(hashlib.sha384(path.read_bytes()).digest()).decode()
 
@@ -221,14 +234,14 @@ def test_manifest_lists_every_file_with_size_and_sha256(app_site: Path) -> None:
 
 def test_ships_only_what_the_providers_need(inputs: dict[str, Path], tmp_path: Path) -> None:
     wasm_only = _build(inputs, tmp_path / "wasm")
-    assert sorted(p.name for p in _shipped(wasm_only / "ort")) == sorted(
+    assert _named(wasm_only, "ort") == sorted(
         ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"])
     gpu = _build(inputs, tmp_path / "gpu", providers=["webgpu"])
-    assert sorted(p.name for p in _shipped(gpu / "ort")) == sorted(
+    assert _named(gpu, "ort") == sorted(
         ["ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs",
          "ort-wasm-simd-threaded.asyncify.wasm"])
     both = _build(inputs, tmp_path / "both", providers=["webgpu", "wasm"], webgpu_build="jsep")
-    assert {p.name for p in _shipped(both / "ort")} == set(
+    assert set(_named(both, "ort")) == set(
         ort_files(["webgpu", "wasm"], "jsep"))
     assert "ort-wasm-simd-threaded.jsep.wasm" in ort_files(["webgpu"], "jsep")
     # No other engine unless the providers name one (tests/test_site_engines.py).
@@ -237,9 +250,9 @@ def test_ships_only_what_the_providers_need(inputs: dict[str, Path], tmp_path: P
         assert _manifest(site)["engines"] == []
     # Only numpy's, ortweb's and the drop-in onnxruntime's wheels (ortweb's lock entry
     # depends on it): nothing else of Pyodide's 200 packages.
-    wheels = sorted(p.name.split("-")[0] for p in (wasm_only / "pyodide").glob("*.whl"))
+    wheels = sorted(n.split("-")[0] for n in _named(wasm_only, "pyodide") if n.endswith(".whl"))
     assert wheels == ["numpy", "onnxruntime", "ortweb"]
-    lock = json.loads((wasm_only / "pyodide" / "pyodide-lock.json").read_text())
+    lock = json.loads(_at(wasm_only, "pyodide/pyodide-lock.json").read_text())
     assert sorted(lock["packages"]) == ["numpy", "onnxruntime", "ortweb"]
     assert lock["info"]["version"] == "0.27.7"
 
@@ -282,17 +295,37 @@ def test_integrity_of_every_script(app_site: Path) -> None:
     # Everything else the page loads is in the config with its sha256, for boot.js.
     config = _config(app_site)
     for asset in config["assets"]:
-        data = (app_site / asset["url"]).read_bytes()
+        # Kept under a hash-keyed path, which hosts may cache for good.
+        assert asset["at"] == hashed_url(asset["url"], asset["sha256"]), asset
+        assert not (app_site / asset["url"]).exists(), asset
+        data = (app_site / asset["at"]).read_bytes()
         assert asset["sha256"] == hashlib.sha256(data).hexdigest() and asset["size"] == len(data)
     assert {a["url"] for a in config["assets"]} >= {
         "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", "ort/ort-wasm-simd-threaded.wasm",
         "app/affine.onnx", "app/app.py", "app/notes.txt", "pyodide/pyodide-lock.json"}
 
 
+def test_the_manifest_names_each_hash_keyed_file(app_site: Path) -> None:
+    manifest = _manifest(app_site)
+    named = {path: e["name"] for path, e in manifest["files"].items() if "name" in e}
+    assert {a["url"] for a in _config(app_site)["assets"]} == set(named.values())
+    for path, name in named.items():
+        assert path == hashed_url(name, manifest["files"][path]["sha256"])
+        assert located(manifest, name) == path and not (app_site / name).exists()
+    assert located(manifest, "ortweb/boot.js") == "ortweb/boot.js"  # a module keeps its name
+    with pytest.raises(KeyError, match=r"app/nothing\.onnx is not a file of this site"):
+        located(manifest, "app/nothing.onnx")
+    # Nothing but the hash-keyed files is left where they came from: no empty folders.
+    assert not (app_site / "app").exists()
+
+
 def test_headers_file_and_service_worker_fallback(app_site: Path) -> None:
     headers = (app_site / "_headers").read_text()
     assert "/*\n  Cross-Origin-Opener-Policy: same-origin\n  Cross-Origin-Embedder-Policy: " \
            "require-corp" in headers
+    # The hash-keyed files are kept for good; the rest keeps the host's default.
+    assert f"\n/hashed/*\n  Cache-Control: {CACHE_CONTROL}\n" in headers
+    assert headers.count("Cache-Control") == 1
     # The site's own service worker replaces coi-serviceworker.
     assert (app_site / "ortweb-sw.js").read_bytes() == (ROOT / "web/site/ortweb-sw.js").read_bytes()
     assert not (app_site / "coi-serviceworker.min.js").exists()
@@ -324,7 +357,7 @@ def test_refuses_a_folder_it_did_not_write(inputs: dict[str, Path], tmp_path: Pa
     _build(inputs, out, title="again")
     assert _manifest(out)["title"] == "again"
     # ... unless somebody added a file to it.
-    (out / "app" / "added.txt").write_text("user file")
+    (out / "ortweb" / "added.txt").write_text("user file")
     with pytest.raises(SiteError, match="not written by `ortweb site`"):
         _build(inputs, out)
     # A folder that holds the inputs is never replaced, --force or not.
@@ -346,12 +379,12 @@ def test_cli_prints_size_and_largest_files(inputs: dict[str, Path], tmp_path: Pa
     assert "largest files:" in text and "ort/ort-wasm-simd-threaded.wasm" in text
     lines = text.splitlines()
     first = lines.index("largest files:") + 1
-    assert lines[first].split()[-1] == "ort/ort-wasm-simd-threaded.wasm"
+    assert lines[first].split()[-1].endswith("/ort/ort-wasm-simd-threaded.wasm")
     # The byte table: what a first visit downloads, raw and compressed.
     totals = _manifest(out)["first_visit"]
     assert (f"first visit: {totals['files']} files, {totals['raw'] / (1024 * 1024):.1f} MB raw, "
             f"{totals['br'] / (1024 * 1024):.1f} MB with brotli") in text
-    row = next(ln.split() for ln in lines if ln.endswith(" ort/ort-wasm-simd-threaded.wasm")
+    row = next(ln.split() for ln in lines if ln.endswith("/ort/ort-wasm-simd-threaded.wasm")
                and ln.split()[0] in ("first", "later"))
     assert row[0] == "first" and row[1:3] == ["13.6", "MB"], row
     assert next(ln.split()[0] for ln in lines if ln.endswith(" _headers")) == "later"
@@ -418,7 +451,7 @@ def test_cdn_site_is_light_and_pinned(inputs: dict[str, Path], tmp_path: Path) -
     site = _build(inputs, tmp_path / "cdn", assets_mode="cdn", snapshot=False)
     assets = find_assets()
     assert not (site / "ort").exists()
-    assert sorted(p.name for p in _shipped(site / "pyodide")) == [
+    assert _named(site, "pyodide") == [
         f"onnxruntime-{ORT_WEB}-py3-none-any.whl", "ortweb-0.1.0-py3-none-any.whl",
         "pyodide-lock.json"]
     assert _manifest(site)["total_size"] < 1_000_000
@@ -434,7 +467,7 @@ def test_cdn_site_is_light_and_pinned(inputs: dict[str, Path], tmp_path: Path) -
     integrity = _importmap(site)["integrity"]
     assert integrity[pyodide_cdn + "pyodide.asm.js"] == _sri(assets.pyodide / "pyodide.asm.js")
     assert integrity[ort_cdn + "ort.wasm.min.mjs"] == _sri(assets.ort / "ort.wasm.min.mjs")
-    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    lock = json.loads(_at(site, "pyodide/pyodide-lock.json").read_text())
     assert lock["packages"]["numpy"]["file_name"] == (
         CDN_PYODIDE_PACKAGES.format(version="0.27.7")
         + "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl")
@@ -477,9 +510,10 @@ def test_precompressed_copies_beside_the_files_and_the_first_visit(app_site: Pat
                 assert decode(packed) == data, rel
     # What gains is compressed; what is packed already (wheels, zips, the gzipped
     # snapshot) or tiny is left plain.
-    assert files["ort/ort-wasm-simd-threaded.wasm"]["encodings"]["br"] < \
-        files["ort/ort-wasm-simd-threaded.wasm"]["size"] / 3
-    assert "encodings" in files["pyodide/pyodide.asm.wasm"]
+    named = by_name(files)
+    assert named["ort/ort-wasm-simd-threaded.wasm"]["encodings"]["br"] < \
+        named["ort/ort-wasm-simd-threaded.wasm"]["size"] / 3
+    assert "encodings" in named["pyodide/pyodide.asm.wasm"]
     for rel in files:
         if rel.endswith((".whl", ".zip", ".gz")):
             assert "encodings" not in files[rel], rel
@@ -488,7 +522,8 @@ def test_precompressed_copies_beside_the_files_and_the_first_visit(app_site: Pat
     # _headers.
     first = {rel for rel, meta in files.items() if meta["first_visit"]}
     assert {"index.html", "ortweb-sw.js", "ortweb/boot.js", "pyodide/pyodide.asm.wasm",
-            "app/affine.onnx", "ort/ort-wasm-simd-threaded.wasm"} <= first
+            "app/affine.onnx", "ort/ort-wasm-simd-threaded.wasm"} <= {
+        files[r].get("name", r) for r in first}
     assert "_headers" not in first
     totals = manifest["first_visit"]
     assert totals["files"] == len(first)
@@ -638,7 +673,8 @@ def test_the_page_downloads_compressed_and_only_first_visit_files(app_page, app_
     # and the page's sha256 checks passed on the decoded bytes (the script ran).
     wire = [(rel, enc, dec) for rel, enc, dec, via_sw in page + service_worker
             if not via_sw and enc and dec and rel in files]  # 0, 0: from the browser's cache
-    assert {"index.html", "pyodide/pyodide.asm.wasm"} <= {rel for rel, *_ in wire}, wire
+    assert {"index.html", located(_manifest(app_site), "pyodide/pyodide.asm.wasm")} <= {
+        rel for rel, *_ in wire}, wire
     for rel, encoded, decoded in wire:
         meta = files[rel]
         assert decoded == meta["size"], rel
@@ -656,7 +692,7 @@ def test_hostile_title_is_escaped_in_the_page(app_page) -> None:
 def test_progress_shows_every_download(app_page, app_site: Path, app_server) -> None:
     rows = app_page.progress()
     config = _config(app_site)
-    files = _manifest(app_site)["files"]
+    files = by_name(_manifest(app_site)["files"])
     for asset in config["assets"]:
         if not files[unquote(asset["url"])]["first_visit"]:  # the snapshot, the bytecode
             assert app_server.url + asset["url"] not in rows, asset["url"]
@@ -674,13 +710,14 @@ def test_progress_shows_every_download(app_page, app_site: Path, app_server) -> 
 
 @pytest.mark.browser
 def test_cross_origin_isolated_and_model_cached(app_context: SiteContext, app_server,
-                                                app_page) -> None:
+                                                app_page, app_site: Path) -> None:
     assert app_page.evaluate("() => crossOriginIsolated") is True
-    model_url = app_server.url + "app/affine.onnx"
-    assert model_url in app_page.requests
+    model_url = app_server.url + "app/affine.onnx"  # as the page knows it
+    kept_at = app_server.url + located(_manifest(app_site), "app/affine.onnx")
+    assert kept_at in app_page.requests
     assert app_page.evaluate("() => window.ortweb.modelSource") == "network"
     with app_context.open(app_server.url) as again:
-        assert model_url not in again.requests, "the second visit downloaded the model again"
+        assert kept_at not in again.requests, "the second visit downloaded the model again"
         assert again.evaluate("() => window.ortweb.controlled") is True  # ortweb-sw.js
         assert again.evaluate("() => window.ortweb.modelSource") == "cache"
         assert again.progress()[model_url]["state"] == "cached"
@@ -722,7 +759,7 @@ def test_site_wheels_are_verified_and_installed(browser: Browser, inputs,
     # In install order (tinydep first: tinypkg requires it), each with its sha256.
     assert manifest["wheels"] == [dep.name, pkg.name]
     for wheel in (pkg, dep):
-        meta = manifest["files"][f"wheels/{wheel.name}"]
+        meta = by_name(manifest["files"])[f"wheels/{wheel.name}"]
         assert meta["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert "micropip" in manifest["packages"]
     with StaticServer(site) as server:
@@ -730,7 +767,7 @@ def test_site_wheels_are_verified_and_installed(browser: Browser, inputs,
             assert "WHEEL [0, 2, 4, 6] 1.0" in page.output()
             assert not ctx.blocked
         # A wheel changed after `ortweb site` wrote it is refused by name.
-        target = site / "wheels" / pkg.name
+        target = _at(site, f"wheels/{pkg.name}")
         data = target.read_bytes()
         target.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
         with SiteContext(browser, server.url) as ctx:
@@ -811,18 +848,19 @@ def test_a_changed_or_undeclared_precompressed_copy_is_refused_by_name(browser: 
     import brotli
 
     site = _build(inputs, tmp_path / "br")
-    runner = site / "ortweb" / "site_runner.py"
-    assert (site / "ortweb" / "site_runner.py.br").is_file()
+    runner = _at(site, "ortweb/site_runner.py")
+    copy = {suffix: runner.with_name(runner.name + suffix) for suffix in (".br", ".gz")}
+    assert copy[".br"].is_file()
     # A valid brotli stream of other bytes: what the browser decodes fails the sha256
     # the manifest holds for the file itself.
-    (site / "ortweb" / "site_runner.py.br").write_bytes(
+    copy[".br"].write_bytes(
         brotli.compress(runner.read_bytes() + b"\nimport os; os.remove('/')\n"))
     with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
         with pytest.raises(SiteFailure, match=r"site_runner\.py does not match the site's "
                                               "manifest"):
             ctx.open(server.url, timeout=120)
         # The same file asked for without brotli comes plain and is good.
-        status, headers, body = _get(server.url, "/ortweb/site_runner.py")
+        status, headers, body = _get(server.url, "/" + runner.relative_to(site).as_posix())
         assert status == 200 and "content-encoding" not in headers
         assert body == runner.read_bytes()
     # A host that sends the .br copy's bytes for the file without Content-Encoding (a
@@ -831,8 +869,8 @@ def test_a_changed_or_undeclared_precompressed_copy_is_refused_by_name(browser: 
     packed = brotli.compress(runner.read_bytes(), quality=11)
     assert entry["encoded"]["br"] == len(packed)
     runner.write_bytes(packed)
-    for suffix in (".br", ".gz"):
-        (site / "ortweb" / f"site_runner.py{suffix}").unlink()
+    for path in copy.values():
+        path.unlink()
     with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
         with pytest.raises(SiteFailure, match=r"site_runner\.py: the host sent its "
                                               r"br-compressed copy without `Content-Encoding"):
@@ -859,7 +897,8 @@ def test_a_dropped_download_is_tried_once_more_then_named(browser: Browser, app_
             with ctx.open(server.url) as page:
                 assert f"RESULT {json.dumps(native(affine_model(), x).tolist())} wasm" \
                     in page.output()
-                assert dropped == [server.url + "ortweb/site_runner.py"]
+                assert dropped == [server.url + located(_manifest(app_site),
+                                                        "ortweb/site_runner.py")]
         else:
             with pytest.raises(SiteFailure, match=r"cannot download ortweb/site_runner\.py: the "
                                                   r"connection failed twice(.|\n)*reload the page"):

@@ -15,9 +15,10 @@ from onnx import TensorProto, helper
 
 from ortweb.host.browser import Browser, Runtime
 from ortweb.host.build.site import build_site
+from ortweb.host.build.site_hashed import by_name
 from ortweb.host.serve import StaticServer
 from ortweb.host.sitepage import SiteContext
-from test_site import _shipped, affine_model, native
+from test_site import affine_model, native
 
 pytestmark = pytest.mark.browser
 
@@ -83,10 +84,11 @@ def test_a_site_packed_with_tract_ships_tract_and_nothing_it_does_not_need(tract
     pins = json.loads((Path(__file__).parents[1] / "assets.lock.json").read_text())["engines"]
     assert manifest["files"][engine_files[0]]["sha256"] == pins["tract/tract-worker.js"]
     # wasm's build only: no WebGPU build, no wonnx.
-    assert sorted(p.name for p in _shipped(tract_site / "ort")) == sorted(
+    named = by_name(manifest["files"])
+    assert sorted(n.split("/", 1)[1] for n in named if n.startswith("ort/")) == sorted(
         ["ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"])
     # The first session tries tract: its code is part of the first visit, wonnx's is not.
-    first = {p for p, meta in manifest["files"].items() if meta["first_visit"]}
+    first = {p for p, meta in named.items() if meta["first_visit"]}
     assert {"ortweb/bridge/tract_session.js", "ortweb/engines/tract/tract-worker.js"} <= first
     assert "ortweb/bridge/wonnx_session.js" not in first
 

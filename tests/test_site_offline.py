@@ -15,8 +15,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from ortweb.host.bench.site import ready_ms
 from ortweb.host.browser import Browser, Runtime
 from ortweb.host.build.site import MANIFEST_NAME, build_site
+from ortweb.host.build.site_hashed import by_name, located
 from ortweb.host.serve import StaticServer
 from ortweb.host.sitepage import SiteContext, SitePage
 from ortweb.testing import samples
@@ -121,10 +123,52 @@ def test_second_visit_and_offline(browser: Browser, tmp_path: Path) -> None:
                 np.testing.assert_array_equal(np.asarray(offline.call("negate", X.tolist())),
                                               want[1])
                 assert offline.evaluate("() => crossOriginIsolated") is True
+                # A file kept under its hash-keyed path is served by its name too, from
+                # the cache (for code that asks without the site's loader:
+                # snapshot_maker.js loads Pyodide by its files' names).
+                lock = by_name(_manifest(site)["files"])["pyodide/pyodide-lock.json"]
+                got = offline.evaluate("""async () => {
+                    const r = await fetch('pyodide/pyodide-lock.json');
+                    return [r.status, r.headers.get('X-Ortweb-Sha256'),
+                            (await r.arrayBuffer()).byteLength];
+                }""")
+                assert got == [200, lock["sha256"], lock["size"]], got
                 assert not offline.errors
         finally:
             ctx.context.set_offline(False)
         assert not ctx.blocked
+
+
+def test_without_a_service_worker_a_second_visit_takes_hashed_files_from_the_http_cache(
+        browser: Browser, tmp_path: Path) -> None:
+    """Where no service worker runs (blocked here, as in browsers and windows without
+    them), a second visit asks the host for none of the site's hash-keyed files: they
+    were sent as immutable, and the browser's HTTP cache answers. The page and the
+    modules it imports, which keep their names, are asked for again."""
+    site = _build(tmp_path / "in", tmp_path / "site", 1)
+    kept = {"/" + path for path, entry in _manifest(site)["files"].items() if "name" in entry}
+    want = _native()[1]
+    context = browser.new_context(service_workers=False)
+    try:
+        with StaticServer(site) as server:
+            asked = []
+            for _ in range(2):
+                page = context.new_page()
+                with server.watching() as seen:
+                    page.goto(server.url)
+                    ready_ms(page)
+                    got = page.evaluate("(rows) => window.ortweb.call('negate', rows)", X.tolist())
+                np.testing.assert_array_equal(np.asarray(got, np.float32), want)
+                assert page.evaluate("() => navigator.serviceWorker?.controller ?? null") is None
+                page.close()
+                asked.append({urlsplit(path).path for path in seen})
+    finally:
+        context.close()
+    first, second = asked
+    # The first visit fetched them from their hash-keyed paths (the model included).
+    assert {p for p in kept if p.endswith((".onnx", ".wasm", ".whl", "/app.py"))} <= first, first
+    assert not second & kept, sorted(second & kept)
+    assert {"/", "/ortweb/boot.js"} <= second
 
 
 #: Trace events of Chromium's wasm code cache (the category DevTools records them in).
@@ -175,16 +219,20 @@ def test_wasm_reaches_the_page_from_the_cache_so_its_compiled_code_is_kept(
 
 def test_a_rebuilt_site_is_picked_up(browser: Browser, tmp_path: Path) -> None:
     site = _build(tmp_path / "in", tmp_path / "site", 1)
-    old = _manifest(site)["files"]
+    old = by_name(_manifest(site)["files"])
     with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
         _first_visit(ctx, server.url, site)
         _build(tmp_path / "in", site, 2)
-        new = _manifest(site)["files"]
+        new = by_name(_manifest(site)["files"])
         changed = {p for p in new if old.get(p, {}).get("sha256") != new[p]["sha256"]}
         assert "app/app.py" in changed and "pyodide/pyodide.asm.wasm" not in changed
+        # The old build's copy of a changed file is gone with it.
+        assert not (site / located({"files": old}, "app/app.py")).exists()
+        name_of = {path: e.get("name", path) for path, e in _manifest(site)["files"].items()}
         with ctx.open(server.url) as next_visit:
             assert "VERSION 2" in next_visit.output()
-            fetched = {u.removeprefix(server.url) or "index.html" for u in next_visit.requests}
+            fetched = {name_of.get(path, path) for path in (
+                u.removeprefix(server.url) or "index.html" for u in next_visit.requests)}
             # The changed files and the manifest come from the network, nothing else.
             assert fetched <= changed | {MANIFEST_NAME}, fetched - changed
             assert "app/app.py" in fetched

@@ -23,6 +23,7 @@ from ortweb.host.browser import Browser, Runtime
 from ortweb.host.build import site as site_module
 from ortweb.host.build.assets import find_assets
 from ortweb.host.build.pyodide_snapshot import Snapshot, make_snapshot, runtime_id
+from ortweb.host.build.site_hashed import by_name, located
 from ortweb.host.serve import StaticServer
 from ortweb.host.sitepage import SiteContext, SiteFailure, SitePage
 from test_site_offline import APP, X, _build, _native
@@ -115,7 +116,7 @@ def _two_outputs() -> bytes:
 def test_later_visits_boot_from_the_build_snapshot(browser: Browser, tmp_path: Path,
                                                    worker: bool) -> None:
     site = _facts_site(tmp_path, worker=worker)
-    files = json.loads((site / "ortweb-manifest.json").read_text())["files"]
+    files = by_name(json.loads((site / "ortweb-manifest.json").read_text())["files"])
     assert files["ortweb/pyodide-snapshot.gz"]["first_visit"] is False
     assert files["ortweb/pyodide-bytecode.zip"]["first_visit"] is False
     want = _native()
@@ -259,7 +260,8 @@ def test_a_build_snapshot_that_does_not_restore_boots_as_usual(
 def test_a_changed_build_snapshot_is_never_stored_nor_used(browser: Browser,
                                                            tmp_path: Path) -> None:
     site = _facts_site(tmp_path)
-    shipped = site / "ortweb" / "pyodide-snapshot.gz"
+    shipped = site / located(json.loads((site / "ortweb-manifest.json").read_text()),
+                             "ortweb/pyodide-snapshot.gz")
     body = shipped.read_bytes()
     # Changed after the build: still a gzip of a snapshot, but not the manifest's.
     shipped.write_bytes(body[:-1] + bytes([body[-1] ^ 1]))

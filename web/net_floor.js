@@ -13,7 +13,8 @@
  * started at once (loadPyodide skips loading it when `_createPyodideModule` exists).
  *
  * Query: `site` (the site's folder, relative to this page), `model` and `wheel`
- * (paths in it), `dims` (the model's input shape).
+ * (paths in it), `kept` (JSON: where the site keeps each of these files, by path: its
+ * hash-keyed path, see site_hashed.py), `dims` (the model's input shape).
  * `window.floorResult` resolves to `{ok, ms, marks}`: ms since navigation start,
  * when both numpy is imported and the model's first run is done.
  */
@@ -21,6 +22,8 @@
 const params = new URLSearchParams(location.search);
 const site = new URL(params.get('site') ?? '../site/', location.href).href;
 const at = (/** @type {string} */ path) => new URL(path, site).href;
+/** @type {Record<string, string>} */
+const kept = JSON.parse(params.get('kept') ?? '{}');
 /** @type {Object<string, number>} */
 const marks = {};
 const mark = (/** @type {string} */ name) => { marks[name] = performance.now(); };
@@ -35,7 +38,10 @@ const files = {
 };
 // All at once, before anything else: the whole point of the floor.
 /** @type {Map<string, Promise<Response>>} */
-const started = new Map(Object.values(files).map((url) => [url, fetch(url)]));
+const started = new Map(Object.values(files).map((url) => {
+  const path = url.slice(site.length);
+  return [url, fetch(path in kept ? at(kept[path]) : url)];
+}));
 const asmScript = new Promise((resolve, reject) => {
   const script = document.createElement('script');
   script.src = at('pyodide/pyodide.asm.js');

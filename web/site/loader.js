@@ -20,6 +20,8 @@ import { sha256Hex } from './sha256.js';
  * @property {string} sha256  lowercase hex
  * @property {string} [label] what the progress list calls it
  * @property {string} [name]  file name in Python's working directory
+ * @property {string} [at]    where the site keeps it, when not at `url`: a hash-keyed
+ *   path (`hashed/…`, see site_hashed.py) that hosts may cache for good
  * @property {Record<string, number>} [encoded]  sizes of its precompressed copies, by
  *   Content-Encoding (`br`, `gzip`)
  */
@@ -125,6 +127,8 @@ export function createLoader(config, base, hooks, options = {}) {
   for (const mod of config.modules ?? []) modules.set(absolute(mod.url), mod);
   const modelURL = absolute(config.model.url);
   const nativeFetch = globalThis.fetch.bind(globalThis);
+  /** Where the site keeps the file asked for as `url`. @param {string} url absolute @param {Asset} asset */
+  const where = (url, asset) => (asset.at ? absolute(asset.at) : url);
 
   /**
    * The response for `asset`, checked: one the site's service worker took from its
@@ -142,7 +146,7 @@ export function createLoader(config, base, hooks, options = {}) {
     const progress = hooks.row(url, asset.label ?? asset.url, asset.size);
     const integrity = init?.integrity;
     const attempt = async () => {
-      const response = await nativeFetch(url, integrity ? { integrity } : undefined);
+      const response = await nativeFetch(where(url, asset), integrity ? { integrity } : undefined);
       if (!response.ok) throw new Error(`cannot load ${asset.url}: HTTP ${response.status} ${response.statusText}`);
       if (response.headers.get('X-Ortweb-Sha256') === asset.sha256) return { response, bytes: null };
       return { response: null, bytes: await readBody(response, progress, asset.size) };
@@ -320,7 +324,7 @@ export function createLoader(config, base, hooks, options = {}) {
     if (!asset || !options.controlled || !globalThis.caches) return false;
     try {
       const cache = await caches.open(`ortweb-site ${new URL('.', base).href}`);
-      return Boolean(await cache.match(cacheKey(href, asset.sha256)));
+      return Boolean(await cache.match(cacheKey(where(href, asset), asset.sha256)));
     } catch {
       return false;
     }

@@ -10,7 +10,9 @@
  *     network request of a second visit, for the manifest (none when offline: the
  *     stored one is used); a rebuilt site has a new manifest, so its changed files
  *     are fetched and the old build's entries are removed. The cache is named after
- *     the worker's scope: two sites on one origin never share entries.
+ *     the worker's scope: two sites on one origin never share entries. A file kept
+ *     under a hash-keyed path (`hashed/…`) is also served by the name the page knows
+ *     it by (its manifest entry's `name`).
  * After the page is ready it asks for the rest of the manifest (`precache`), so that
  * files the first visit did not need are there for an offline one.
  *
@@ -183,13 +185,40 @@ if (typeof window === 'undefined') {
     return new Response(forPage, init);
   }
 
+  /** @type {WeakMap<object, Map<string, string>>} per manifest: a file's name → its path */
+  const renamed = new WeakMap();
+
+  /**
+   * The manifest's path and entry of the file `path` names: a file kept under a
+   * hash-keyed path (`hashed/…`) is also served by the name the page knows it by (its
+   * `name`), for the code that asks without the site's loader (snapshot_maker.js).
+   * @param {any} site @param {string} path
+   * @returns {[string, any]|null}
+   */
+  function fileOf(site, path) {
+    const files = site?.files;
+    if (!files) return null;
+    if (files[path]) return [path, files[path]];
+    let names = renamed.get(files);
+    if (!names) {
+      names = new Map(Object.entries(files).filter(([, e]) => /** @type {any} */ (e).name)
+        .map(([at, e]) => [/** @type {any} */ (e).name, at]));
+      renamed.set(files, names);
+    }
+    const at = names.get(path);
+    return at ? [at, files[at]] : null;
+  }
+
   /**
    * A file of the site: from the cache by its sha256, else from the network.
-   * @param {string} path @param {Request} request @param {any} site @param {(p: Promise<any>) => void} waitUntil
+   * @param {string} asked @param {Request} request @param {any} site @param {(p: Promise<any>) => void} waitUntil
    */
-  async function serve(path, request, site, waitUntil) {
-    const entry = site?.files?.[path];
-    if (!entry || entry.size > STORE_LIMIT) return isolated(await fetch(request));
+  async function serve(asked, request, site, waitUntil) {
+    const file = fileOf(site, asked);
+    if (!file || file[1].size > STORE_LIMIT) {
+      return isolated(await fetch(file ? new URL(file[0], SCOPE).href : request));
+    }
+    const [path, entry] = file;
     const cache = await caches.open(CACHE);
     const key = keyOf(path, entry.sha256);
     let hit = await cache.match(key);
@@ -201,7 +230,7 @@ if (typeof window === 'undefined') {
     }
     // Straight from Cache Storage: the browser may keep compiled wasm beside it.
     if (hit) return hit;
-    return fetchAndStore(path, entry, request, waitUntil);
+    return fetchAndStore(path, entry, path === asked ? request : new URL(path, SCOPE).href, waitUntil);
   }
 
   /** Files of the first visit this size or larger are prefetched. */

@@ -4,9 +4,11 @@
 mounts, isolation headers, a fixed MIME map, 405 for methods but GET and HEAD, the
 precompressed ``NAME.br``/``NAME.gz`` that ``ortweb site`` writes (sent with
 ``Content-Encoding`` to a client whose ``Accept-Encoding`` allows it, ``Vary`` on every
-answer for such a file), and path checks (the harness mounts temporary folders next to
-user data): a path any of whose percent-decodings holds ``..``, ``\\``, a control
-character or an absolute path gets 403, as does one whose real path leaves its mount."""
+answer for such a file), caching (``no-cache``: revalidated, but ``immutable`` for a
+site's hash-keyed files under ``hashed/``), and path checks (the harness mounts
+temporary folders next to user data): a path any of whose percent-decodings holds
+``..``, ``\\``, a control character or an absolute path gets 403, as does one whose
+real path leaves its mount."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from urllib.parse import unquote
 
 # Its Content-Encoding → suffix table, in order of preference: what `ortweb site` writes.
 from .build.site_compress import ENCODINGS
+from .build.site_hashed import CACHE_CONTROL, HASHED
 
 __all__ = ["StaticServer", "content_type_for", "serve_forever"]
 
@@ -41,6 +44,9 @@ _MIME = {".js": "text/javascript", ".mjs": "text/javascript", ".cjs": "text/java
 _MIME.update({ext: f"{kind}; charset=utf-8" for ext, kind in [
     (".html", "text/html"), (".htm", "text/html"), (".css", "text/css"),
     (".txt", "text/plain"), (".md", "text/markdown"), (".py", "text/x-python")]})
+
+# A site's hash-keyed file (``ortweb site``, site_hashed): sent with CACHE_CONTROL.
+_HASHED_PATH = re.compile(rf"/{HASHED}/[0-9a-f]{{16}}/[^?#]*[^/?#]$")
 
 
 def content_type_for(path: PathLike) -> str:
@@ -91,6 +97,12 @@ class _Handler(SimpleHTTPRequestHandler):
         return self.command in ("GET", "HEAD")
 
     _vary = False  # whether this response's file has precompressed siblings
+    _hashed = False  # whether this response is a site's hash-keyed file
+    _status = 0  # this response's status code
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._status = code
+        super().send_response(code, message)
 
     def end_headers(self) -> None:
         if self._vary:  # caches must key this response by what the client accepts
@@ -99,7 +111,10 @@ class _Handler(SimpleHTTPRequestHandler):
         for policy, value in [("Opener", "same-origin"), ("Embedder", "require-corp"),
                               ("Resource", "same-origin")] if self.server.owner.isolation else []:
             self.send_header(f"Cross-Origin-{policy}-Policy", value)
-        self.send_header("Cache-Control", "no-cache")  # files under test change between runs
+        # Revalidated: files under test change between runs. Not a site's hash-keyed files,
+        # whose path names their bytes (site_hashed): those never change.
+        self.send_header("Cache-Control", CACHE_CONTROL if self._hashed and self._status == 200
+                         else "no-cache")
         self.send_header("X-Content-Type-Options", "nosniff")
         if self.command not in (None, "GET", "HEAD"):
             self.send_header("Allow", "GET, HEAD")
@@ -109,6 +124,7 @@ class _Handler(SimpleHTTPRequestHandler):
         # A file rewritten within a second of Last-Modified would get a stale 304.
         del self.headers["If-Modified-Since"]
         self._vary = False
+        self._hashed = _HASHED_PATH.search(self.path.partition("?")[0]) is not None
         try:
             encoded = self._precompressed(self.translate_path(self.path))
             return super().send_head() if encoded is None else self._send_encoded(*encoded)

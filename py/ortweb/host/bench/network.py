@@ -64,10 +64,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from ..browser import Browser, Runtime
 from ..build.site import MANIFEST_NAME, build_site
+from ..build.site_hashed import located
 from ..serve import StaticServer
 from .figures import Recorder
 from .plan import Plan
@@ -366,9 +367,15 @@ def _build(folder: Path, plan: Plan, web: Path) -> tuple[dict[str, Any], str]:
     (folder / "floor").mkdir()
     for name in ("net_floor.html", "net_floor.js"):
         shutil.copy(web / name, folder / "floor" / name)
-    wheel = next(p.split("/", 1)[1] for p in files if p.startswith("pyodide/numpy-"))
-    query = (f"site=../site/&model=app/model.onnx&wheel={wheel}"
-             f"&dims={','.join(map(str, shape))}")
+    manifest = {"files": files}
+    wheel = next(name for e in files.values()
+                 if (name := e.get("name", "")).startswith("pyodide/numpy-"))
+    kept = {name: located(manifest, name) for name in (
+        "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", "pyodide/pyodide-lock.json",
+        wheel, "ort/ort-wasm-simd-threaded.wasm", "app/model.onnx")}
+    query = urlencode({"site": "../site/", "model": "app/model.onnx",
+                       "wheel": wheel.split("/", 1)[1], "kept": json.dumps(kept),
+                       "dims": ",".join(map(str, shape))})
     return files, query
 
 

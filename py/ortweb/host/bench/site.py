@@ -44,6 +44,7 @@ from ...testing.samples import matmul_relu_model
 from .. import inpage
 from ..browser import Runtime
 from ..build.site import MANIFEST_NAME, build_site
+from ..build.site_hashed import by_name
 from .figures import Recorder
 from .pages import cold_plain
 from .plan import Plan
@@ -306,8 +307,8 @@ def site(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
             rec.add("site_worker_call_extra_mean_ms", [means["worker"] - means["main"]])
             rec.add("site_first_visit_from_snapshot", [int(v["first_boot"] == "snapshot")])
             rec.add("site_second_visit_from_snapshot", [int(v["second_boot"] == "snapshot")])
-            if _SNAPSHOT_FILE in files:
-                rec.add("site_snapshot_shipped_mb", [files[_SNAPSHOT_FILE]["size"] / 1e6])
+            if snapshot := by_name(files).get(_SNAPSHOT_FILE):
+                rec.add("site_snapshot_shipped_mb", [snapshot["size"] / 1e6])
             rec.add("site_second_visit_kept_wheels",
                     [int((v["second_packages"] or {}).get("from") == "kept")])
             if (v["packages"] or {}).get("stored"):

@@ -237,7 +237,8 @@ class Browser:
                        freeze_timeout=self._freeze_timeout)
 
     def new_context(self, router: OfflineRouter | None = None, *,
-                    origin: str | None = None, timezone_id: str | None = None) -> Any:
+                    origin: str | None = None, timezone_id: str | None = None,
+                    service_workers: bool = True) -> Any:
         """A Playwright browser context (own cache and storage).
 
         Parameters
@@ -253,6 +254,10 @@ class Browser:
             none is given.
         timezone_id : str, optional
             The time zone its pages see (an IANA name), instead of the machine's.
+        service_workers : bool
+            False: its pages cannot register service workers (as in browsers and
+            windows without them), so what they fetch comes from the network or the
+            HTTP cache.
         """
         if router is None and self.remote and origin is not None:
             from .capture import PageLog
@@ -261,7 +266,8 @@ class Browser:
         if router is not None and self.remote:
             router.relay = True
         context = self._browser.new_context(
-            **({"timezone_id": timezone_id} if timezone_id else {}))
+            **({"timezone_id": timezone_id} if timezone_id else {}),
+            **({} if service_workers else {"service_workers": "block"}))
         if router is not None:
             try:
                 context.route("**/*", router)

@@ -26,6 +26,9 @@ Layout of a site::
     ortweb/engines/  tract's or wonnx's files, when the providers name them (fetched
                 by a session that tries the engine, not at start-up)
     wheels/     --wheel files, installed with micropip (offline) before the script runs
+    hashed/     every file of the above that the page fetches (rather than imports) is
+                kept at hashed/<sha256's first 16 digits>/<its path>, which hosts may
+                cache for good (see site_hashed); the manifest names each (``name``)
     ...         the template's own static files
 
 With ``assets="cdn"`` the ``pyodide/`` core and ``ort/`` come from jsDelivr
@@ -69,6 +72,7 @@ from .site_files import (
     visit_totals,
 )
 from .site_folder import check_out, replace_folder
+from .site_hashed import CACHE_CONTROL, HASHED, hash_paths, relocate
 from .site_inputs import check_inputs, model_data, needed_packages, ort_files
 from .site_runtime import (
     CDN_ORT,
@@ -104,7 +108,7 @@ _SNAPSHOT: Final = "ortweb/pyodide-snapshot.gz"
 _BYTECODE: Final = "ortweb/pyodide-bytecode.zip"
 _CACHE_NAME: Final = "ortweb-models-v1"
 
-_HEADERS_FILE: Final = """\
+_HEADERS_FILE: Final = f"""\
 # Written by `ortweb site`. Netlify, Cloudflare Pages and other hosts that read
 # this file send these headers; they make the page cross-origin isolated, which
 # onnxruntime-web needs for multi-threaded wasm. Hosts that cannot send headers
@@ -113,6 +117,11 @@ _HEADERS_FILE: Final = """\
   Cross-Origin-Opener-Policy: same-origin
   Cross-Origin-Embedder-Policy: require-corp
   Cross-Origin-Resource-Policy: same-origin
+# Files under {HASHED}/ are named by their sha256: a path there never names other bytes,
+# so browsers keep them without asking again. index.html, the manifest and the rest keep
+# the host's default (revalidated).
+/{HASHED}/*
+  Cache-Control: {CACHE_CONTROL}
 """
 
 
@@ -415,6 +424,9 @@ def _write(
     for entry in (*loads.fetched, *loads.modules):
         if copies := encoded.get(unquote(entry["url"])):
             entry["encoded"] = copies
+    # What the page fetches is kept under hash-keyed paths (moved once the manifest is
+    # made), which hosts may cache for good.
+    moves = hash_paths(loads.fetched, b.digests)
     head = page_head(loads.integrity, config, sw.sri, b.digests["ortweb/boot.js"].sri)
 
     before_template = set(b.digests)
@@ -447,9 +459,11 @@ def _write(
     first = first_visit(loads, page=set(b.digests) - before_template | {SW_SCRIPT},
                         lead=lead_files, later=later_code | later_visits)
     compress_written(set(b.digests) - before_template)  # the template's files
-    entries = {f.path: {"size": f.size, "sha256": f.sha256, "first_visit": f.path in first,
-                        **({"encodings": encoded[f.path]} if encoded.get(f.path) else {})}
-               for f in site_files}
+    entries = relocate(root, {
+        f.path: {"size": f.size, "sha256": f.sha256, "first_visit": f.path in first,
+                 **({"encodings": encoded[f.path]} if encoded.get(f.path) else {})}
+        for f in site_files}, moves)
+    site_files = [SiteFile(path, e["size"], e["sha256"]) for path, e in sorted(entries.items())]
     manifest = {
         "generator": GENERATOR,
         "ortweb": __version__,

@@ -19,6 +19,7 @@ from typing import Any, Final
 from urllib.parse import unquote
 
 from ..errors import SiteError
+from .site_hashed import HASHED
 
 __all__ = [
     "GENERATOR",
@@ -43,7 +44,7 @@ GENERATOR: Final = "ortweb site"
 #: The site's service worker (cross-origin isolation, the offline cache), at its root.
 SW_SCRIPT: Final = "ortweb-sw.js"
 #: The site's own top-level names, which a template's files must not take.
-RESERVED: Final = ("app", "ortweb", "pyodide", "ort", "wheels", "_headers", SW_SCRIPT,
+RESERVED: Final = ("app", "ortweb", "pyodide", "ort", "wheels", HASHED, "_headers", SW_SCRIPT,
                    MANIFEST_NAME)
 
 
