@@ -294,6 +294,8 @@ def test_integrity_of_every_script(app_site: Path) -> None:
         assert integrity[key] == _sri(path), key
     # Everything else the page loads is in the config with its sha256, for boot.js.
     config = _config(app_site)
+    for key in ("model", "script", "runner", "page", "snapshot", "bytecode"):
+        assert config[key] in config["assets"], key  # one entry: with its `at`
     for asset in config["assets"]:
         # Kept under a hash-keyed path, which hosts may cache for good.
         assert asset["at"] == hashed_url(asset["url"], asset["sha256"]), asset

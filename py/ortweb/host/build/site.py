@@ -356,8 +356,10 @@ def _write(
             else Snapshot(None, "not asked for (--no-snapshot)"))
     snapshot_entry = None
     if made.path is not None:
-        snapshot_entry = {**loads.fetch(_SNAPSHOT, b.add_file(_SNAPSHOT, made.path),
-                                        "Pyodide snapshot"), "jspi": SNAPSHOT_JSPI}
+        # The assets' entry itself: it gets its hash-keyed path (``at``) below.
+        snapshot_entry = loads.fetch(_SNAPSHOT, b.add_file(_SNAPSHOT, made.path),
+                                     "Pyodide snapshot")
+        snapshot_entry["jspi"] = SNAPSHOT_JSPI
 
     # The packages' Python compiled here: no visit compiles their source.
     if not bytecode:
