@@ -433,7 +433,7 @@ def test_site_ships_and_verifies_the_data_file(ortweb_runtime, saved, tmp_path):
         for got in results:
             np.testing.assert_allclose(np.array(got, np.float32), want, rtol=1e-3, atol=1e-4)
         # A data file changed after `ortweb site` wrote it stops the page, named.
-        target = site / located(manifest, f"app/{DATA}")
+        target = site / located(manifest["files"], f"app/{DATA}")
         target.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
         with SiteContext(browser, server.url) as ctx:
             with pytest.raises(SiteFailure, match=rf"app/{DATA} does not match the site's "

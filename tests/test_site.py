@@ -195,7 +195,7 @@ def _named(site: Path, folder: str) -> list[str]:
 
 def _at(site: Path, name: str) -> Path:
     """Where the site keeps the file the page asks for as ``name``."""
-    return site / located(_manifest(site), name)
+    return site / located(_manifest(site)["files"], name)
 
 
 def _sri(path: Path) -> str:
@@ -313,10 +313,11 @@ def test_the_manifest_names_each_hash_keyed_file(app_site: Path) -> None:
     assert {a["url"] for a in _config(app_site)["assets"]} == set(named.values())
     for path, name in named.items():
         assert path == hashed_url(name, manifest["files"][path]["sha256"])
-        assert located(manifest, name) == path and not (app_site / name).exists()
-    assert located(manifest, "ortweb/boot.js") == "ortweb/boot.js"  # a module keeps its name
+        assert located(manifest["files"], name) == path and not (app_site / name).exists()
+    # A module keeps its name.
+    assert located(manifest["files"], "ortweb/boot.js") == "ortweb/boot.js"
     with pytest.raises(KeyError, match=r"app/nothing\.onnx is not a file of this site"):
-        located(manifest, "app/nothing.onnx")
+        located(manifest["files"], "app/nothing.onnx")
     # Nothing but the hash-keyed files is left where they came from: no empty folders.
     assert not (app_site / "app").exists()
 
@@ -675,7 +676,7 @@ def test_the_page_downloads_compressed_and_only_first_visit_files(app_page, app_
     # and the page's sha256 checks passed on the decoded bytes (the script ran).
     wire = [(rel, enc, dec) for rel, enc, dec, via_sw in page + service_worker
             if not via_sw and enc and dec and rel in files]  # 0, 0: from the browser's cache
-    assert {"index.html", located(_manifest(app_site), "pyodide/pyodide.asm.wasm")} <= {
+    assert {"index.html", located(_manifest(app_site)["files"], "pyodide/pyodide.asm.wasm")} <= {
         rel for rel, *_ in wire}, wire
     for rel, encoded, decoded in wire:
         meta = files[rel]
@@ -715,7 +716,7 @@ def test_cross_origin_isolated_and_model_cached(app_context: SiteContext, app_se
                                                 app_page, app_site: Path) -> None:
     assert app_page.evaluate("() => crossOriginIsolated") is True
     model_url = app_server.url + "app/affine.onnx"  # as the page knows it
-    kept_at = app_server.url + located(_manifest(app_site), "app/affine.onnx")
+    kept_at = app_server.url + located(_manifest(app_site)["files"], "app/affine.onnx")
     assert kept_at in app_page.requests
     assert app_page.evaluate("() => window.ortweb.modelSource") == "network"
     with app_context.open(app_server.url) as again:
@@ -899,7 +900,7 @@ def test_a_dropped_download_is_tried_once_more_then_named(browser: Browser, app_
             with ctx.open(server.url) as page:
                 assert f"RESULT {json.dumps(native(affine_model(), x).tolist())} wasm" \
                     in page.output()
-                assert dropped == [server.url + located(_manifest(app_site),
+                assert dropped == [server.url + located(_manifest(app_site)["files"],
                                                         "ortweb/site_runner.py")]
         else:
             with pytest.raises(SiteFailure, match=r"cannot download ortweb/site_runner\.py: the "

@@ -28,7 +28,7 @@ from urllib.parse import unquote
 
 # Its Content-Encoding → suffix table, in order of preference: what `ortweb site` writes.
 from .build.site_compress import ENCODINGS
-from .build.site_hashed import CACHE_CONTROL, HASHED
+from .build.site_hashed import CACHE_CONTROL, HASHED_PATH
 
 __all__ = ["StaticServer", "content_type_for", "serve_forever"]
 
@@ -44,9 +44,6 @@ _MIME = {".js": "text/javascript", ".mjs": "text/javascript", ".cjs": "text/java
 _MIME.update({ext: f"{kind}; charset=utf-8" for ext, kind in [
     (".html", "text/html"), (".htm", "text/html"), (".css", "text/css"),
     (".txt", "text/plain"), (".md", "text/markdown"), (".py", "text/x-python")]})
-
-# A site's hash-keyed file (``ortweb site``, site_hashed): sent with CACHE_CONTROL.
-_HASHED_PATH = re.compile(rf"/{HASHED}/[0-9a-f]{{16}}/[^?#]*[^/?#]$")
 
 
 def content_type_for(path: PathLike) -> str:
@@ -124,7 +121,7 @@ class _Handler(SimpleHTTPRequestHandler):
         # A file rewritten within a second of Last-Modified would get a stale 304.
         del self.headers["If-Modified-Since"]
         self._vary = False
-        self._hashed = _HASHED_PATH.search(self.path.partition("?")[0]) is not None
+        self._hashed = HASHED_PATH.search(self.path.partition("?")[0]) is not None
         try:
             encoded = self._precompressed(self.translate_path(self.path))
             return super().send_head() if encoded is None else self._send_encoded(*encoded)

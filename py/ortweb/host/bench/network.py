@@ -68,7 +68,7 @@ from urllib.parse import urlencode, urlsplit
 
 from ..browser import Browser, Runtime
 from ..build.site import MANIFEST_NAME, build_site
-from ..build.site_hashed import located
+from ..build.site_hashed import by_name, located
 from ..serve import StaticServer
 from .figures import Recorder
 from .plan import Plan
@@ -367,10 +367,8 @@ def _build(folder: Path, plan: Plan, web: Path) -> tuple[dict[str, Any], str]:
     (folder / "floor").mkdir()
     for name in ("net_floor.html", "net_floor.js"):
         shutil.copy(web / name, folder / "floor" / name)
-    manifest = {"files": files}
-    wheel = next(name for e in files.values()
-                 if (name := e.get("name", "")).startswith("pyodide/numpy-"))
-    kept = {name: located(manifest, name) for name in (
+    wheel = next(name for name in by_name(files) if name.startswith("pyodide/numpy-"))
+    kept = {name: located(files, name) for name in (
         "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", "pyodide/pyodide-lock.json",
         wheel, "ort/ort-wasm-simd-threaded.wasm", "app/model.onnx")}
     query = urlencode({"site": "../site/", "model": "app/model.onnx",

@@ -16,6 +16,7 @@ revalidated.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -23,7 +24,8 @@ from urllib.parse import unquote
 
 from .site_compress import ENCODINGS
 
-__all__ = ["CACHE_CONTROL", "HASHED", "by_name", "hash_paths", "hashed_url", "located", "relocate"]
+__all__ = ["CACHE_CONTROL", "HASHED", "HASHED_PATH", "by_name", "hash_paths", "hashed_url",
+           "located", "relocate"]
 
 #: The folder of a site's hash-keyed files.
 HASHED: Final = "hashed"
@@ -33,6 +35,9 @@ CACHE_CONTROL: Final = "public, max-age=31536000, immutable"
 #: Digits of the sha256 in a path: what tells two builds' copies apart (the page still
 #: checks the whole sha256).
 _DIGITS: Final = 16
+#: A URL path (under any prefix) that names a hash-keyed file: what a server may send
+#: with CACHE_CONTROL.
+HASHED_PATH: Final = re.compile(rf"/{HASHED}/[0-9a-f]{{{_DIGITS}}}/[^?#]*[^/?#]$")
 
 
 def hashed_url(url: str, sha256: str) -> str:
@@ -80,10 +85,9 @@ def relocate(root: Path, entries: dict[str, dict[str, Any]],
     return moved
 
 
-def located(manifest: Mapping[str, Any], name: str) -> str:
+def located(files: Mapping[str, dict[str, Any]], name: str) -> str:
     """The path in a site's folder of the file the page asks for as ``name`` (a path
-    relative to the site, unquoted)."""
-    files = manifest["files"]
+    relative to the site, unquoted), from the manifest's ``files``."""
     if name in files and "name" not in files[name]:
         return name
     for path, entry in files.items():
