@@ -269,11 +269,28 @@ if (typeof window === 'undefined') {
   }
 
   /**
+   * When a first visit needs the file kept at `path` (its manifest `entry`), lowest
+   * first: Pyodide's core (the interpreter boots before anything else runs), then its
+   * packages, then the engine, then the app's files (the model: its session is made
+   * last).
+   * @param {string} path @param {any} entry
+   */
+  function needed(path, entry) {
+    const name = entry.name ?? path;
+    if (/^pyodide\/(pyodide\.asm\.|python_stdlib\.zip$)/.test(name)) return 0;
+    if (name.startsWith('pyodide/')) return 1;
+    if (name.startsWith('ort/') || name.startsWith('ortweb/engines/')) return 2;
+    return 3;
+  }
+
+  /**
    * The first visit's large files (the manifest's `first_visit`), fetched and stored
-   * now, largest first, a few at a time: the page asks (`prefetch`) as soon as this
-   * worker controls it, while its modules still load, so that the link is busy from
-   * then on rather than from when the loader asks for each file. A file whose bytes do
-   * not match is not stored (the loader's own request fetches it again and names it).
+   * now, a few at a time, in the order the visit needs them (`needed`; largest first
+   * among equals): the page asks (`prefetch`) as soon as this worker controls it, while
+   * its modules still load, so that the link is busy from then on rather than from when
+   * the loader asks for each file, and what the interpreter's boot waits for does not
+   * share the link with a model needed seconds later. A file whose bytes do not match
+   * is not stored (the loader's own request fetches it again and names it).
    */
   async function prefetch() {
     const site = await known();
@@ -282,7 +299,8 @@ if (typeof window === 'undefined') {
     const large = Object.entries(site.files).filter(([, entry]) => /** @type {any} */ (entry).first_visit
       && entry.size >= PREFETCH_MIN && entry.size <= STORE_LIMIT);
     const wire = (/** @type {any} */ entry) => entry.encodings?.br ?? entry.size;
-    await storeFiles(large.sort((a, b) => wire(b[1]) - wire(a[1])), PREFETCH_LANES);
+    large.sort(([pa, a], [pb, b]) => needed(pa, a) - needed(pb, b) || wire(b) - wire(a));
+    await storeFiles(large, PREFETCH_LANES);
   }
 
   /** Every file of the manifest not stored yet, a few at a time. */
