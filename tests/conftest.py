@@ -26,16 +26,35 @@ import pytest
 from ortweb.host.browser import Runtime
 from ortweb.testing import ModulePage, OrtwebPage
 
+# The remote browsers' fixtures (two modules use them), loaded here so that pytest
+# rewrites their asserts before a test module imports their helpers.
+pytest_plugins = ["remote_browsers"]
+
 _BROWSER_FIXTURES = {
     "other_page", "ortweb_page", "ortweb_module_page", "ortweb_runtime", "ortweb_browser",
     "ortweb_webgpu", "ortweb_providers",
 }
 
 
+#: The modules that take a minute or more on one worker, longest first (fresh-clone
+#: durations, docs/pages/development.md). Collected first, so that pytest-xdist hands
+#: them out in its first round (``--dist loadfile`` deals the first modules in turn)
+#: and no worker ends the phase alone on one of them while the others idle.
+_LONG_MODULES = (
+    "test_remote_browsers.py", "test_site.py", "test_lite.py", "test_site_offline.py",
+    "test_cli.py", "test_testing_plugin.py", "test_site_snapshot.py", "test_demo.py",
+    "test_bench.py", "test_site_worker.py", "test_site_unpacked.py", "test_docs.py",
+    "test_lite_packages.py", "test_conformance.py", "test_site_engines.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "webgpu" in item.keywords or _BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
+    rank = {name: i for i, name in enumerate(_LONG_MODULES)}
+    # Stable: a module's tests keep their order.
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def _uses_module_page(module: pytest.Module, items: list[pytest.Item]) -> bool:
