@@ -536,10 +536,37 @@ def test(args: list[str]) -> int:
     for phase in phases:
         cmd = [str(venv_bin("python")), "-m", "pytest", *phase]
         log("$ " + " ".join(cmd))
+        cpu, wall = host_cpu_s(), time.monotonic()
         code = subprocess.call(cmd, cwd=ROOT)
+        after = host_cpu_s()
+        log(phase_line(time.monotonic() - wall,
+                       None if cpu is None or after is None else after - cpu))
         # 5: no test of the phase was selected (a -k or -m of ARGS left none there).
         status = status or (0 if code == 5 and len(phases) > 1 else code)
     return status
+
+
+def host_cpu_s() -> float | None:
+    """CPU seconds the host's CPUs have been busy since boot (Linux's /proc/stat: all
+    but idle and I/O wait), or None where there is no such file. Whole-host, since a
+    browser's processes are not all children that pytest waits for."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    ticks = [int(v) for v in fields[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def phase_line(wall_s: float, cpu_s: float | None) -> str:
+    """What a pytest phase cost: wall time and the host's busy CPU time, so that two
+    runs on hosts of other speeds or loads compare by the work done, not only by the
+    clock."""
+    if cpu_s is None:
+        return f"pytest phase: {wall_s:.0f} s wall"
+    cores = os.cpu_count() or 1
+    return (f"pytest phase: {wall_s:.0f} s wall, {cpu_s:.0f} s of busy CPU on the host "
+            f"({cpu_s / wall_s if wall_s else 0:.2f} of {cores} CPUs)")
 
 
 def docs(args: list[str]) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -98,6 +99,25 @@ def test_the_whole_suite_runs_in_a_parallel_phase_then_the_serial_one() -> None:
          "--junitxml=out/r.xml"],
         ["-p", "no:xdist", "-m", "(webgpu) and serial", "-k", "site",
          "--junitxml=out/r.serial.xml"]]
+
+
+def test_a_phase_reports_its_wall_and_cpu_time() -> None:
+    import os
+    import subprocess
+
+    before = build.host_cpu_s()
+    if before is None:
+        pytest.skip("no /proc/stat here")
+    # A child that spins for a while: the host's CPUs were busy at least that long.
+    subprocess.run([sys.executable, "-c",
+                    "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.3: pass"], check=True)
+    after = build.host_cpu_s()
+    assert after is not None and after - before >= 0.25
+    line = build.phase_line(100.0, 150.0)
+    assert line == (f"pytest phase: 100 s wall, 150 s of busy CPU on the host (1.50 of "
+                    f"{os.cpu_count()} CPUs)")
+    assert build.phase_line(100.0, None) == "pytest phase: 100 s wall"
 
 
 def test_args_naming_tests_or_workers_run_once_as_given() -> None:
