@@ -36,15 +36,17 @@ _BROWSER_FIXTURES = {
 }
 
 
-#: The modules that take a minute or more on one worker, longest first (fresh-clone
-#: durations, docs/pages/development.md). Collected first, so that pytest-xdist hands
-#: them out in its first round (``--dist loadfile`` deals the first modules in turn)
-#: and no worker ends the phase alone on one of them while the others idle.
+#: The modules whose tests took a minute or more together, longest first (their summed
+#: times in the fresh-clone run of f0d0b7f, docs/pages/development.md). Collected first,
+#: so that pytest-xdist hands them out in its first round (``--dist loadfile`` deals the
+#: first modules in turn) and no worker ends the phase alone on one of them while the
+#: other idles.
 _LONG_MODULES = (
-    "test_remote_browsers.py", "test_site.py", "test_lite.py", "test_site_offline.py",
-    "test_cli.py", "test_testing_plugin.py", "test_site_snapshot.py", "test_demo.py",
-    "test_bench.py", "test_site_worker.py", "test_site_unpacked.py", "test_docs.py",
-    "test_lite_packages.py", "test_conformance.py", "test_site_engines.py",
+    "test_remote_browsers.py", "test_site_snapshot.py", "test_cli.py", "test_site.py",
+    "test_bench.py", "test_lite.py", "test_testing_plugin.py", "test_site_offline.py",
+    "test_conformance.py", "test_external_data.py", "test_reliability.py",
+    "test_site_unpacked.py", "test_engines_real_models.py", "test_site_engines.py",
+    "test_engines.py",
 )
 
 
