@@ -169,8 +169,8 @@ def test_a_first_visit_prefetches_its_large_files_early_and_once(ortweb_runtime,
     assert [p for p in large if paths[p] > 1] == [], paths
     start = {urlsplit(e["name"]).path.removeprefix("/site/"): e["start"] for e in entries}
     at = functools.partial(located, manifest)
-    core = [at("pyodide/pyodide.asm.wasm"), at("pyodide/python_stdlib.zip")]
-    assert max(start[p] for p in core) < start["pyodide/pyodide.mjs"], start
+    core = max(start[at("pyodide/pyodide.asm.wasm")], start[at("pyodide/python_stdlib.zip")])
+    assert core < start["pyodide/pyodide.mjs"], start
     wheel = next(name for name in by_name(manifest) if name.startswith("pyodide/numpy-"))
     for later in (at(wheel), at("ort/ort-wasm-simd-threaded.wasm"), at("app/model.onnx")):
-        assert max(start[p] for p in core) < start[later], (later, start)
+        assert core < start[later], (later, start)
