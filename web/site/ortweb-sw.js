@@ -158,28 +158,33 @@ if (typeof window === 'undefined') {
    * second visit alike, and a restored interpreter runs slowly until its hot
    * functions are optimised again (README, *Compiled wasm is kept*). The page checks
    * such a file itself anyway before compiling it, so it waited for all of it already.
-   * @param {string} path @param {any} entry @param {RequestInfo} request @param {(p: Promise<any>) => void} [waitUntil]
+   * @param {string} path @param {any} entry @param {RequestInfo} request
+   * @param {(p: Promise<any>) => void} [waitUntil]
+   * @param {() => void} [received] called once the network has given all the bytes
+   *   (or failed), before they are checked and stored
    */
-  async function fetchAndStore(path, entry, request, waitUntil) {
+  async function fetchAndStore(path, entry, request, waitUntil, received = () => {}) {
     /** @type {(value?: any) => void} */
     let settle = () => {};
     track(keyOf(path, entry.sha256), new Promise((resolve) => { settle = resolve; }));
-    const response = await fetch(request).catch((err) => { settle(); throw err; });
+    const response = await fetch(request).catch((err) => { settle(); received(); throw err; });
     if (!response.ok || response.status === 0 || !response.body) {
       settle();
+      received();
       return isolated(response);
     }
     const headers = isolate(new Headers(response.headers));
     const init = { status: response.status, statusText: response.statusText, headers };
     if (path.endsWith('.wasm')) {
-      const bytes = await response.arrayBuffer().catch((err) => { settle(); throw err; });
+      const bytes = await response.arrayBuffer().catch((err) => { settle(); throw err; })
+        .finally(received);
       const key = await store(path, entry, bytes, headers).catch(() => null);
       settle();
       const hit = key ? await (await caches.open(CACHE)).match(key) : undefined;
       return hit ?? new Response(bytes, init);
     }
     const [forPage, forCache] = response.body.tee();
-    const stored = new Response(forCache).arrayBuffer()
+    const stored = new Response(forCache).arrayBuffer().finally(received)
       .then((bytes) => store(path, entry, bytes, headers)).catch(() => {}).finally(settle);
     waitUntil?.(stored);
     return new Response(forPage, init);
@@ -221,6 +226,9 @@ if (typeof window === 'undefined') {
     const [path, entry] = file;
     const cache = await caches.open(CACHE);
     const key = keyOf(path, entry.sha256);
+    // Queued by the prefetch: downloaded in its turn, so that it does not take the
+    // link from the files the visit needs before it.
+    await queued.get(key)?.promise;
     let hit = await cache.match(key);
     // On its way (a prefetch, another request): wait for it rather than download it
     // twice. Checked again after each await, and fetchAndStore claims the key at once.
@@ -242,29 +250,74 @@ if (typeof window === 'undefined') {
   const PREFETCH_LANES = 3;
 
   /**
-   * Fetch and store each of `files` that is neither stored nor on its way, `lanes` at a
-   * time (fetchAndStore, the page's copy drained); resolves once every store settled.
-   * A failed file is left for the next visit.
-   * @param {[string, any][]} files @param {number} lanes
+   * Files the prefetch will download and has not started yet, by key: a request for
+   * one waits for its turn (`serve`).
+   * @type {Map<string, {promise: Promise<void>, resolve: () => void}>}
    */
-  async function storeFiles(files, lanes) {
+  const queued = new Map();
+
+  /** Take `keys` into the queue. @param {string[]} keys */
+  function enqueue(keys) {
+    for (const key of keys) {
+      if (queued.has(key)) continue;
+      /** @type {() => void} */
+      let resolve = () => {};
+      /** @type {Promise<void>} */
+      const promise = new Promise((r) => { resolve = () => r(); });
+      queued.set(key, { promise, resolve });
+    }
+  }
+
+  /** `key`'s turn has come (or will not): requests for it go on. @param {string} key */
+  function dequeue(key) {
+    queued.get(key)?.resolve();
+    queued.delete(key);
+  }
+
+  /**
+   * Fetch and store each of `files` that is neither stored nor on its way, `lanes` at a
+   * time (fetchAndStore); resolves once each one's bytes have arrived, the stores
+   * still settling in `pending`. A failed file is left for the next visit.
+   * @param {[string, any][]} files @param {number} lanes @param {Promise<any>[]} pending
+   */
+  async function download(files, lanes, pending) {
     const cache = await caches.open(CACHE);
     const todo = [...files];
-    /** @type {Promise<any>[]} */
-    const pending = [];
     await Promise.all(Array.from({ length: lanes }, async () => {
       for (let next = todo.shift(); next; next = todo.shift()) {
         const [path, entry] = next;
         const key = keyOf(path, entry.sha256);
-        if (inflight.has(key) || await cache.match(key) || inflight.has(key)) continue;
         try {
-          const response = await fetchAndStore(path, entry, new URL(path, SCOPE).href, (p) => pending.push(p));
-          await response.arrayBuffer();
+          if (inflight.has(key) || await cache.match(key) || inflight.has(key)) continue;
+          /** @type {() => void} */
+          let arrived = () => {};
+          const got = new Promise((resolve) => { arrived = () => resolve(undefined); });
+          // fetchAndStore claims the key (inflight) before its first await.
+          const response = fetchAndStore(path, entry, new URL(path, SCOPE).href,
+            (p) => pending.push(p), arrived);
+          dequeue(key);
+          // Nobody reads this copy: the stored one serves the page.
+          pending.push(response.then((r) => r.body?.cancel()).catch(() => {}));
+          // The next file starts once this one's bytes are in, not once they are stored.
+          await got;
         } catch {
           // Offline or a failed file: the next visit tries again.
+        } finally {
+          dequeue(key);
         }
       }
     }));
+  }
+
+  /**
+   * Fetch and store each of `files` that is neither stored nor on its way, `lanes` at a
+   * time; resolves once every store settled.
+   * @param {[string, any][]} files @param {number} lanes
+   */
+  async function storeFiles(files, lanes) {
+    /** @type {Promise<any>[]} */
+    const pending = [];
+    await download(files, lanes, pending);
     await Promise.all(pending);
   }
 
@@ -285,12 +338,15 @@ if (typeof window === 'undefined') {
 
   /**
    * The first visit's large files (the manifest's `first_visit`), fetched and stored
-   * now, a few at a time, in the order the visit needs them (`needed`; largest first
-   * among equals): the page asks (`prefetch`) as soon as this worker controls it, while
-   * its modules still load, so that the link is busy from then on rather than from when
-   * the loader asks for each file, and what the interpreter's boot waits for does not
-   * share the link with a model needed seconds later. A file whose bytes do not match
-   * is not stored (the loader's own request fetches it again and names it).
+   * now, in the order the visit needs them (`needed`; largest first among equals): the
+   * page asks (`prefetch`) as soon as this worker controls it, while its modules still
+   * load, so that the link is busy from then on rather than from when the loader asks
+   * for each file. Pyodide's core comes alone, then the rest a few at a time: the
+   * link's bandwidth is shared by what downloads together, and the interpreter's boot,
+   * the longest step of the visit, waits for the core only; the rest arrives while it
+   * boots, more streams filling a slow link better than one. The loader's own request
+   * for a file still to come waits for its turn (`queued`). A file whose bytes do not
+   * match is not stored (the loader's own request fetches it again and names it).
    */
   async function prefetch() {
     const site = await known();
@@ -300,7 +356,17 @@ if (typeof window === 'undefined') {
       && entry.size >= PREFETCH_MIN && entry.size <= STORE_LIMIT);
     const wire = (/** @type {any} */ entry) => entry.encodings?.br ?? entry.size;
     large.sort(([pa, a], [pb, b]) => needed(pa, a) - needed(pb, b) || wire(b) - wire(a));
-    await storeFiles(large, PREFETCH_LANES);
+    const keys = large.map(([path, entry]) => keyOf(path, entry.sha256));
+    enqueue(keys);
+    /** @type {Promise<any>[]} */
+    const pending = [];
+    try {
+      await download(large.filter(([path, entry]) => needed(path, entry) === 0), PREFETCH_LANES, pending);
+      await download(large.filter(([path, entry]) => needed(path, entry) > 0), PREFETCH_LANES, pending);
+    } finally {
+      keys.forEach(dequeue);
+    }
+    await Promise.all(pending);
   }
 
   /** Every file of the manifest not stored yet, a few at a time. */

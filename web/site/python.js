@@ -174,6 +174,17 @@ export async function startPython(config, loader, io, options = {}) {
     await installWheels(pyodide, wheels, await wheelBytes, await installerBytes);
     io.mark('wheels');
   }
+  if (config.packages.includes('ortweb')) {
+    // The script's first import, done while its files may still be downloading (a
+    // first visit's model comes last): numpy comes with it. One that fails is left to
+    // the script's own import, which reports it with the script's traceback.
+    try {
+      pyodide.runPython('import ortweb');
+    } catch {
+      // Reported by the script's import.
+    }
+    io.mark('imported');
+  }
   const cwd = config.cwd;
   pyodide.FS.mkdirTree(cwd);
   const loaded = await fileBytes;
