@@ -373,6 +373,27 @@ def test_relay_cuts_byte_ranges() -> None:
     assert _byte_range({}, 100) is None
 
 
+def test_relay_gzips_a_file_once_per_version(tmp_path: Path) -> None:
+    import gzip
+    import os
+
+    from ortweb.host.browser import route
+
+    wasm = tmp_path / "m.wasm"
+    wasm.write_bytes(bytes(range(256)) * 1024)
+    with StaticServer(tmp_path) as srv:
+        url = srv.url + "m.wasm"
+        status, headers, body = route.gzipped_from_host(url)
+        assert status == 200 and headers[route.GZIP_HEADER] == "gzip"
+        assert "content-length" not in {k.lower() for k in headers}
+        assert gzip.decompress(body) == wasm.read_bytes() and len(body) < wasm.stat().st_size
+        assert route.gzipped_from_host(url)[2] is body  # compressed once
+        wasm.write_bytes(bytes(range(255, -1, -1)) * 1024)  # a rebuilt file
+        os.utime(wasm, (1, 1))
+        assert gzip.decompress(route.gzipped_from_host(url)[2]) == wasm.read_bytes()
+        assert route.gzipped_from_host(srv.url + "missing.wasm")[0] == 404
+
+
 @pytest.mark.browser
 def test_browsers_of_one_thread_share_one_playwright() -> None:
     # A second sync_playwright() in a thread where one runs raises ("Sync API inside
@@ -412,7 +433,8 @@ json.dumps(outs)
 def test_later_pages_of_a_context_take_large_assets_from_its_cache(
         request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> None:
     """Pyodide, numpy and ORT-web's wasm are relayed for the first page of a remote
-    browser's context only; a file changed on the host is relayed again (by sha256)."""
+    browser's context only, the WebAssembly gzipped; a file changed on the host is
+    relayed again (by sha256)."""
     from ortweb.host.browser.route import DIGEST_MIN_BYTES
 
     # A copy of Pyodide's folder (the server refuses links that leave a mount), whose
@@ -436,17 +458,19 @@ def test_later_pages_of_a_context_take_large_assets_from_its_cache(
                 relayed = {u: n - before.get(u, 0) for u, n in shared.log.relayed.items()}
                 for url, size in page.capture.relayed.items():
                     relayed[url] = relayed.get(url, 0) + size
-            large.append({u.removeprefix(srv.url.rstrip("/")) for u, size in relayed.items()
+            large.append({u.removeprefix(srv.url.rstrip("/")): size for u, size in relayed.items()
                           if size >= DIGEST_MIN_BYTES})
         # A page timed cold against an anchor (the bench's) stays cold: its own context.
         with browser.new_page(srv.url, routed=False) as cold:
             assert "/pyodide/pyodide.asm.wasm" in {
                 u.removeprefix(srv.url.rstrip("/")) for u in cold.capture.relayed}
     assert {"/pyodide/pyodide.asm.wasm", "/pyodide/python_stdlib.zip",
-            "/pyodide/numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"} <= large[0], large[0]
+            "/pyodide/numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"} <= set(large[0]), large[0]
     assert any(u.startswith("/ort/") and u.endswith(".wasm") for u in large[0]), large[0]
-    assert large[1] == set(), large[1]
-    assert large[2] == {"/pyodide/pyodide-lock.json"}, large[2]
+    # What crossed the relay for the interpreter's wasm: gzipped, a third of the file.
+    assert large[0]["/pyodide/pyodide.asm.wasm"] < (pyodide / "pyodide.asm.wasm").stat().st_size / 2
+    assert large[1] == {}, large[1]
+    assert set(large[2]) == {"/pyodide/pyodide-lock.json"}, large[2]
     x = np.arange(4, dtype=np.float32).reshape(2, 2) - 1.5
     want = [(x * 2).tolist(), (-x).tolist()]
     assert results == [[want, want]] * 3

@@ -10,7 +10,10 @@
  *  - for a file under /pyodide/, /ort/ or /snapshot/ it asks the host for the file's sha256
  *    (`/__ortweb/digest?path=…`, answered by the relay, never by the browser);
  *  - a stored copy under that sha256 is served as is (nothing relayed);
- *  - else the file is fetched (relayed), and stored only when its bytes match.
+ *  - else the file is fetched (relayed), and stored only when its bytes match; one the
+ *    digest marks `gzip` (WebAssembly, JavaScript) is asked for with `?ortweb-relay=gzip`
+ *    and comes gzipped, a third of its size through the relay, and is decoded here
+ *    (a body Playwright hands over reaches the page as given, whatever its headers).
  * A file the host has no digest for, and every other request, is left alone: it
  * goes through the routing as without this worker (listed, refused when it leaves
  * the local server).
@@ -22,6 +25,9 @@ const CACHE = 'ortweb-runner-assets';
 const SCOPE = new URL(sw.registration.scope);
 const DIGEST = new URL('__ortweb/digest', SCOPE).href;
 const KEPT = /^\/(pyodide|ort|snapshot)\//;
+/** The relay's gzipped answer: asked with this query, said by this header (route.py). */
+const GZIP_QUERY = 'ortweb-relay=gzip';
+const GZIP_HEADER = 'X-Ortweb-Relay-Encoding';
 
 /** @param {ArrayBuffer} bytes */
 async function sha256Hex(bytes) {
@@ -37,15 +43,22 @@ async function sha256Hex(bytes) {
 async function serve(request, url) {
   const asked = await fetch(`${DIGEST}?path=${encodeURIComponent(url.pathname)}`, { cache: 'no-store' });
   if (!asked.ok) return fetch(request);
-  const { sha256, size } = await asked.json();
+  const { sha256, size, gzip } = await asked.json();
   const key = `${url.origin}${url.pathname}?ortweb-sha256=${sha256}`;
   const cache = await caches.open(CACHE);
   const hit = await cache.match(key);
   if (hit) return hit;
-  const response = await fetch(request);
-  if (response.status !== 200) return response;
-  const bytes = await response.arrayBuffer();
-  const init = { status: response.status, statusText: response.statusText, headers: response.headers };
+  const packed = gzip && typeof DecompressionStream === 'function';
+  const response = await fetch(packed ? `${url.pathname}?${GZIP_QUERY}` : request,
+    packed ? { cache: 'no-store' } : undefined);
+  if (response.status !== 200) return packed ? fetch(request) : response;
+  const headers = new Headers(response.headers);
+  const gzipped = headers.get(GZIP_HEADER) === 'gzip';
+  headers.delete(GZIP_HEADER);
+  const body = gzipped && response.body
+    ? new Response(response.body.pipeThrough(new DecompressionStream('gzip'))) : response;
+  const bytes = await body.arrayBuffer();
+  const init = { status: response.status, statusText: response.statusText, headers };
   // A file that changed since the host hashed it is served unstored; the page's own
   // checks (Pyodide's sha256 of each package) speak for it.
   if (bytes.byteLength === size && await sha256Hex(bytes) === sha256) {
