@@ -40,8 +40,8 @@ from urllib.parse import parse_qsl, urlsplit
 from ..serve import content_type_for
 from .capture import PageLog
 
-__all__ = ["DIGEST_PATH", "GZIP_QUERY", "CdnMirror", "OfflineRouter", "asset_digest",
-           "cdn_mirror", "fetch_from_host"]
+__all__ = ["DIGEST_PATH", "GZIP_HEADER", "GZIP_QUERY", "CdnMirror", "OfflineRouter",
+           "asset_digest", "cdn_mirror", "fetch_from_host", "gzipped_from_host"]
 
 #: Request headers passed on to the local server when relaying (others are the
 #: browser's own business, or would make the server answer 304 to a browser
