@@ -292,10 +292,8 @@ if (typeof window === 'undefined') {
           /** @type {() => void} */
           let arrived = () => {};
           const got = new Promise((resolve) => { arrived = () => resolve(undefined); });
-          // fetchAndStore claims the key (inflight) before its first await.
           const response = fetchAndStore(path, entry, new URL(path, SCOPE).href,
             (p) => pending.push(p), arrived);
-          dequeue(key);
           // Nobody reads this copy: the stored one serves the page.
           pending.push(response.then((r) => r.body?.cancel()).catch(() => {}));
           // The next file starts once this one's bytes are in, not once they are stored.
@@ -303,6 +301,8 @@ if (typeof window === 'undefined') {
         } catch {
           // Offline or a failed file: the next visit tries again.
         } finally {
+          // Its turn has come: a request waiting for it finds it stored or on its way
+          // (fetchAndStore claims the key before its first await).
           dequeue(key);
         }
       }
