@@ -28,9 +28,11 @@ took 0.03 s on the ``mobile`` profile, 2.5 s once attached). Playwright resumes 
 targets it attaches itself, so a service worker could start a request before the
 conditions reach it: every response of 64 kB or more is checked to have taken at least
 nine tenths of what the profile's download rate allows (``net_unthrottled_requests``, 0
-when every one did). Not throttled: what workers started by workers fetch (onnxruntime-web's threads
-import its glue again), on both sides alike, and the registration's fetch of the
-service worker's script (12 kB), which Chromium makes for the page.
+when every one did; the notes' ``network.unthrottled`` lists those that did not, with
+their realm, file and times). Not throttled: what workers started by workers fetch
+(onnxruntime-web's threads import its glue again), on both sides alike, and the
+registration's fetch of the service worker's script (12 kB), which Chromium makes for
+the page.
 
 Bytes and timings are read from each realm's Resource Timing (the page, its workers,
 the service workers), not by listening to requests, which slowed the visits measured
@@ -75,7 +77,7 @@ from .plan import Plan
 from .site import ready_ms, site_model
 
 __all__ = ["PROFILES", "Profile", "Throttle", "first_visit", "network", "network_entries",
-           "request_waves", "unthrottled"]
+           "request_waves", "unthrottled", "unthrottled_entries"]
 
 Say = Callable[[str], None]
 
@@ -194,7 +196,8 @@ def network_entries(realms: Iterable[Mapping[str, Any]], origin: float,
         for e in realm["entries"]:
             if e["viaWorker"] or e["start"] + shift > until or e["name"].endswith(_IGNORED):
                 continue
-            out.append({"name": e["name"], "start": e["start"] + shift,
+            out.append({"realm": realm.get("realm", ""), "name": e["name"],
+                        "start": e["start"] + shift,
                         "responseStart": e["responseStart"] + shift, "end": e["end"] + shift,
                         "bytes": int(e["bytes"]), "transfer": int(e["transfer"])})
     return out
@@ -219,16 +222,25 @@ def request_waves(entries: Sequence[Mapping[str, Any]], slack_ms: float = 1.0) -
 
 def unthrottled(entries: Iterable[Mapping[str, Any]], profile: Profile,
                 min_bytes: int = 64_000) -> int:
-    """Responses of ``min_bytes`` or more that came faster than ``profile``'s download
-    rate allows (a tenth of slack): a realm the conditions did not reach."""
+    """How many responses of ``min_bytes`` or more came faster than ``profile``'s
+    download rate allows (a tenth of slack): a realm the conditions did not reach."""
+    return len(unthrottled_entries(entries, profile, min_bytes))
+
+
+def unthrottled_entries(entries: Iterable[Mapping[str, Any]], profile: Profile,
+                        min_bytes: int = 64_000) -> list[dict[str, Any]]:
+    """The responses :func:`unthrottled` counts, each with the least time the link
+    allows for its bytes (``least_ms``), so that a report says which realm and file."""
     rate = profile.down_mbps * 1e6 / 8 / 1000  # bytes per ms
-    return sum(1 for e in entries
-               if e["bytes"] >= min_bytes and e["end"] - e["start"] < 0.9 * e["bytes"] / rate)
+    return [{**e, "least_ms": round(e["bytes"] / rate, 1)} for e in entries
+            if e["bytes"] >= min_bytes and e["end"] - e["start"] < 0.9 * e["bytes"] / rate]
 
 
 def _realms(context: Any, page: Any) -> list[dict[str, Any]]:
-    got = [dict(realm.evaluate(_ENTRIES))
-           for realm in [page, *page.workers, *context.service_workers]]
+    got = [{**realm.evaluate(_ENTRIES), "realm": kind}
+           for kind, realms in (("page", [page]), ("worker", page.workers),
+                                ("service_worker", context.service_workers))
+           for realm in realms]
     if any(r["full"] for r in got):
         raise RuntimeError("a realm's Resource Timing buffer is full: requests not counted")
     return got
@@ -238,6 +250,7 @@ def _visit_summary(realms: list[dict[str, Any]], until_ms: float,
                    profile: Profile) -> dict[str, Any]:
     entries = network_entries(realms, realms[0]["origin"], until_ms)
     last = max((e["start"] for e in entries), default=0.0)
+    fast = unthrottled_entries(entries, profile) if profile.emulated else []
     per_file: dict[str, int] = {}
     for e in entries:
         path = urlsplit(e["name"]).path
@@ -246,7 +259,7 @@ def _visit_summary(realms: list[dict[str, Any]], until_ms: float,
             "per_file": per_file,
             "requests": len(entries), "waves": request_waves(entries),
             "last_request_rtts": last / profile.rtt_ms if profile.emulated else None,
-            "unthrottled": unthrottled(entries, profile) if profile.emulated else 0}
+            "unthrottled": len(fast), "unthrottled_entries": fast}
 
 
 def _beyond(site: Mapping[str, int], floor: Mapping[str, int],
@@ -426,6 +439,9 @@ def _network(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                     rec.add(f"{key}_floor_last_request_rtts", [floor["last_request_rtts"]])
                     rec.add("net_unthrottled_requests",
                             [site["unthrottled"] + floor["unthrottled"]])
+                    notes.setdefault("network", {}).setdefault("unthrottled", []).extend(
+                        {"round": i + 1, "profile": p, "side": side, **e}
+                        for side in ("site", "floor") for e in got[side]["unthrottled_entries"])
                 seconds.append(len(site["second_assets"]))
                 notes.setdefault("network", {}).update({
                     "second_visit_requests": site["second_requests"],
