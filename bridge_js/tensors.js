@@ -2,7 +2,7 @@
 /**
  * Tensor encoding between Python's wire arrays and ORT-web tensors.
  *
- * A feed of 64 KiB or more goes into a typed array asked for here (`allocate`, reused
+ * A feed of 8 KiB or more goes into a typed array asked for here (`allocate`, reused
  * from earlier runs) with `JsBuffer.assign`; a smaller one Python copies with
  * `to_js` in one call. Either way every dtype gets the typed array ORT-web expects
  * (int64 → BigInt64Array, bool → Uint8Array, float16 → Uint16Array).
@@ -31,7 +31,7 @@ const TYPED_ARRAYS = {
 const pool = new Map();
 let pooledBytes = 0;
 /** Below this, allocating is cheaper than keeping arrays around. */
-const POOL_MIN_BYTES = 64 * 1024;
+const POOL_MIN_BYTES = 8 * 1024;
 /** At most this much is kept for reuse. */
 const POOL_MAX_BYTES = 256 * 1024 * 1024;
 

@@ -32,7 +32,7 @@ __all__ = [
 #: Below this many bytes a feed is copied by ``to_js`` into a new typed array (one
 #: crossing); above, into a staging array the bridge reuses (``bridge_js/tensors.js``
 #: keeps none smaller than this).
-SMALL_FEED_BYTES = 64 * 1024
+SMALL_FEED_BYTES = 8 * 1024
 
 #: ``stage(ort_type, size)``: a staging typed array of ``size`` elements from the
 #: bridge's pool (``bridge_js/tensors.js``).
