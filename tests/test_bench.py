@@ -170,7 +170,12 @@ def test_engines_section_runs_every_engine_beside_its_own_js_call(ortweb_runtime
             assert details[f"engine_{engine}_{model}_plain_js_ms"]["n"] == 2
         ratio = figures[f"engine_{engine}_bridge_ratio"]
         assert ratio["n"] == 2 and 0.2 < ratio["median"] < 50, (engine, ratio)
-        assert details[f"engine_{engine}_conv_bridge_ratio"]["median"] == ratio["median"]
+        assert details[f"engine_{engine}_cnn_bridge_ratio"]["median"] == ratio["median"]
+        # What each call adds whatever the model: ortweb's time less the engine's own.
+        call_ms = details[f"engine_{engine}_call_ms"]
+        assert call_ms["n"] == 2 and call_ms["median"] == pytest.approx(
+            figures[f"engine_{engine}_tiny_ms"]["median"]
+            - details[f"engine_{engine}_tiny_plain_js_ms"]["median"], abs=0.5)
         # The files each engine needs, each counted as served.
         files = notes["engine_files"][engine]
         want = {"tract": ["tract/tract-worker.js"],
@@ -183,6 +188,9 @@ def test_engines_section_runs_every_engine_beside_its_own_js_call(ortweb_runtime
             size = sum((ortweb_runtime.assets.ort / f.removeprefix("/ort/")).stat().st_size
                        for f in files)
         assert figures[f"engine_{engine}_bytes"]["median"] == size
+    # tract's worker: a round trip of the tiny input, without tract, is part of its call.
+    hop = details["engine_tract_worker_hop_ms"]
+    assert hop["n"] == 2 and 0 < hop["median"] < 10, hop
     # Abs and Relu pass everywhere; wonnx's Softmax gives wrong values.
     passed = {e: figures[f"engine_{e}_node_pass"]["median"] for e in ENGINE_NAMES}
     assert passed == {"wasm": 3, "webgpu": 3, "tract": 3, "wonnx": 2}, passed

@@ -249,3 +249,41 @@ export function resourceBytes() {
   }
   return { bytes, count };
 }
+
+/**
+ * Time `k` round trips of `data` to a worker that posts each message straight back,
+ * in the form of the bridge's `predict` message to tract's worker (structured clones
+ * both ways): what running an engine in a worker costs per call, without the engine.
+ * @param {Float32Array} data
+ * @param {number} k
+ * @returns {Promise<number>} milliseconds for the k round trips
+ */
+export async function timeWorkerHop(data, k) {
+  const url = URL.createObjectURL(new Blob(['onmessage = (e) => postMessage(e.data);'],
+    { type: 'text/javascript' }));
+  const worker = new Worker(url);
+  const src = data.slice(); // own copy, off Pyodide's heap
+  /** @param {any} msg */
+  const hop = (msg) => new Promise((resolve) => {
+    worker.onmessage = (e) => resolve(e.data);
+    worker.postMessage(msg);
+  });
+  try {
+    /** @param {number} i */
+    const message = (i) => ({ type: 'predict', uid: `hop-${i}`,
+      body: { modelId: 1, tensors: [{ data: src, shape: [src.length] }] } });
+    for (let i = 0; i < 20; i++) await hop(message(i));
+    let sink = 0;
+    const t0 = performance.now();
+    for (let i = 0; i < k; i++) {
+      const out = await hop(message(i));
+      sink += out.body.tensors[0].data.length;
+    }
+    const ms = performance.now() - t0;
+    if (sink < 0) throw new Error('unreachable');
+    return ms;
+  } finally {
+    worker.terminate();
+    URL.revokeObjectURL(url);
+  }
+}

@@ -10,11 +10,17 @@ runner (``Plan.engines_node_filter`` narrows it).
 
 Figures, per engine ``e`` (``wasm``, ``webgpu``, ``tract``, ``wonnx``):
 ``engine_<e>_<model>_ms`` (ortweb, per run); ``engine_<e>_bridge_ratio`` (ortweb /
-the engine's own call, per round, on the conv model; each model's in the
+the engine's own call, per round, on the ``cnn`` model; each model's in the
 details); ``engine_<e>_bytes`` (the engine's files as served: ORT-web's build,
 tractjs's worker, wonnx's JS and wasm); ``engine_<e>_node_pass`` (node cases
 passed). An engine that cannot run a model records nothing for it, and its reason
-goes to the notes.
+goes to the notes. In the details: ``engine_<e>_call_ms``, what ortweb adds to each
+call whatever the model (ortweb's ms minus the engine's own on ``tiny``, per round),
+and ``engine_tract_worker_hop_ms``, a round trip of ``tiny``'s input to a worker that
+only sends it back (plain JS): what running tract in its own worker costs per call.
+
+Each side of a round runs a pair ``k`` times, ``k`` = ``Plan.engines_k`` or fewer for
+a model whose run takes longer than :data:`ROUND_MS` / ``engines_k`` (at least 5).
 """
 
 from __future__ import annotations
@@ -36,11 +42,14 @@ Say = Callable[[str], None]
 #: The engines, by their provider names, in the default rule's order.
 ENGINE_NAMES: Final = ("wasm", "webgpu", "tract", "wonnx")
 #: The models every engine is tried on (see :func:`.models.engine_models`).
-ENGINE_MODELS: Final = ("tiny", "conv", "digits")
-#: The model of the bridge-ratio figure: one that every engine runs and that does
-#: real work. On ``tiny`` a run is mostly the fixed cost of a call, which the
-#: ratio's detail row shows.
-RATIO_MODEL: Final = "conv"
+ENGINE_MODELS: Final = ("tiny", "conv", "cnn", "digits")
+#: The model of the bridge-ratio figure: one that every engine runs and whose run
+#: takes milliseconds, as an image model's does. On ``tiny``, ``conv`` and ``digits``
+#: a wasm run takes 0.02-0.2 ms and the ratio mostly shows the fixed cost of a call
+#: (``engine_<e>_call_ms``); their ratios are in the details.
+RATIO_MODEL: Final = "cnn"
+#: What one side of a round spends on a pair at most, roughly (see the module's doc).
+ROUND_MS: Final = 1000.0
 
 
 def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
@@ -56,6 +65,7 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                           threads=1)
         try:
             ready: list[tuple[str, str]] = []
+            k_of: dict[tuple[str, str], int] = {}
             for engine in ENGINE_NAMES:
                 for model in ENGINE_MODELS:
                     opened = call(page, f"await bench_engine_open({engine!r}, {model!r})")
@@ -69,18 +79,26 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                     rec.samples[f"engine_{engine}_bytes"] = [float(opened["bytes"])]
                     notes.setdefault("engine_files", {})[engine] = opened["files"]
                     ready.append((engine, model))
+                    k_of[(engine, model)] = min(plan.engines_k, max(
+                        5, round(ROUND_MS / max(float(opened["run_ms"]), 1e-3))))
             say(f"bench: engines: {plan.engines_pairs} rounds on {len(ready)} engine/model "
                 "pairs, ortweb against each engine's own JS call")
             py: dict[tuple[str, str], list[float]] = {pair: [] for pair in ready}
             js: dict[tuple[str, str], list[float]] = {pair: [] for pair in ready}
+            hop: list[float] = []
             for i in range(plan.engines_pairs):
                 shift = i % max(1, len(ready))
                 for engine, model in ready[shift:] + ready[:shift]:
-                    k = plan.engines_k
+                    k = k_of[(engine, model)]
                     out = call(page, f"await bench_engine({engine!r}, {model!r}, {k}, "
                                      f"{alternate(i)!r})")
                     py[(engine, model)].append(out["py_ms"])
                     js[(engine, model)].append(out["js_ms"])
+                if ("tract", "tiny") in k_of:
+                    hop.append(call(page, f"await bench_worker_hop('tiny', {plan.engines_k})"))
+            if hop:
+                rec.add("engine_tract_worker_hop_ms", hop)
+                details.append("engine_tract_worker_hop_ms")
             for engine, model in ready:
                 pair = (engine, model)
                 per_round = ratios(py[pair], js[pair])
@@ -91,6 +109,10 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                 rec.add(f"engine_{engine}_{model}_plain_js_ms", js[pair])
                 details += [f"engine_{engine}_{model}_bridge_ratio",
                             f"engine_{engine}_{model}_plain_js_ms"]
+                if model == "tiny":
+                    rec.add(f"engine_{engine}_call_ms",
+                            [a - b for a, b in zip(py[pair], js[pair], strict=True)])
+                    details.append(f"engine_{engine}_call_ms")
             call(page, "await bench_engine_close()")
         finally:
             page.close()

@@ -84,10 +84,10 @@ def _engine_goals() -> dict[str, Goal]:
     for engine, what in (("wasm", "onnxruntime-web wasm"), ("webgpu", "onnxruntime-web WebGPU"),
                          ("tract", "tract (tractjs)"), ("wonnx", "wonnx")):
         for model, label in (("tiny", "Add+Relu 64"), ("conv", "2 Conv 3x32x32"),
-                             ("digits", "digits MLP")):
+                             ("cnn", "2 Conv 3x64x64"), ("digits", "digits MLP")):
             goals[f"engine_{engine}_{model}_ms"] = Goal(f"{what}: ortweb run, {label}", "ms")
         goals[f"engine_{engine}_bridge_ratio"] = Goal(
-            f"{what}: ortweb / the engine's own JS call, same session, 2 Conv", "x",
+            f"{what}: ortweb / the engine's own JS call, same session, 2 Conv 3x64x64", "x",
             "<=", 1.05)
         goals[f"engine_{engine}_bytes"] = Goal(f"{what}: the engine's files as served", "B")
         goals[f"engine_{engine}_node_pass"] = Goal(f"{what}: ONNX node cases passed", "")

@@ -147,7 +147,9 @@ def engine_models() -> tuple[dict[str, bytes], dict[str, list[int]]]:
 
     ``tiny``: ``Relu(x + b)``, 64 wide: the fixed cost of a call. ``conv``: two 3x3
     convolutions over a 3x32x32 image (Conv, Relu, Sigmoid, GlobalAveragePool), ops
-    that every engine's table passes. ``digits``: the digits demo's classifier (a
+    that every engine's table passes. ``cnn``: the same over a 3x64x64 image with 16
+    and 32 channels (25 times the work): a run of milliseconds on every engine, as
+    an image model's is. ``digits``: the digits demo's classifier (a
     scikit-learn MLP: Gemm, Relu, Softmax), batch fixed to 1; tract's and wonnx's
     tables refuse its Gemm or Softmax, which the section notes as their reason.
     """
@@ -174,20 +176,24 @@ def engine_models() -> tuple[dict[str, bytes], dict[str, list[int]]]:
         return helper.make_node("Conv", [x, w, b], [y], kernel_shape=[3, 3],
                                 pads=[1, 1, 1, 1])
 
-    protos = {
-        "tiny": model(helper.make_graph(
-            [helper.make_node("Add", ["x", "b"], ["xb"]),
-             helper.make_node("Relu", ["xb"], ["y"])],
-            "tiny", [io("x", [1, 64])], [io("y", [1, 64])], [init("b", (64,), 1)])),
-        "conv": model(helper.make_graph(
+    def convnet(name: str, size: int, c1: int, c2: int) -> onnx.ModelProto:
+        return model(helper.make_graph(
             [conv("image", "W1", "B1", "c1"),
              helper.make_node("Relu", ["c1"], ["a1"]),
              conv("a1", "W2", "B2", "c2"),
              helper.make_node("Sigmoid", ["c2"], ["a2"]),
              helper.make_node("GlobalAveragePool", ["a2"], ["features"])],
-            "conv", [io("image", [1, 3, 32, 32])], [io("features", [1, 8, 1, 1])],
-            [init("W1", (8, 3, 3, 3), 27), init("B1", (8,), 1),
-             init("W2", (8, 8, 3, 3), 72), init("B2", (8,), 1)])),
+            name, [io("image", [1, 3, size, size])], [io("features", [1, c2, 1, 1])],
+            [init("W1", (c1, 3, 3, 3), 27), init("B1", (c1,), 1),
+             init("W2", (c2, c1, 3, 3), 9 * c1), init("B2", (c2,), 1)]))
+
+    protos = {
+        "tiny": model(helper.make_graph(
+            [helper.make_node("Add", ["x", "b"], ["xb"]),
+             helper.make_node("Relu", ["xb"], ["y"])],
+            "tiny", [io("x", [1, 64])], [io("y", [1, 64])], [init("b", (64,), 1)])),
+        "conv": convnet("conv", 32, 8, 8),
+        "cnn": convnet("cnn", 64, 16, 32),
     }
     digits = onnx.load_from_string(digits_model().onnx)
     for value, size in ((digits.graph.input[0], [1, 64]), (digits.graph.output[0], [1, 10])):
@@ -200,4 +206,5 @@ def engine_models() -> tuple[dict[str, bytes], dict[str, list[int]]]:
     protos["digits"] = digits
     models = {name: onnx.shape_inference.infer_shapes(proto, strict_mode=True)
               .SerializeToString() for name, proto in protos.items()}
-    return models, {"tiny": [1, 64], "conv": [1, 3, 32, 32], "digits": [1, 64]}
+    return models, {"tiny": [1, 64], "conv": [1, 3, 32, 32], "cnn": [1, 3, 64, 64],
+                    "digits": [1, 64]}

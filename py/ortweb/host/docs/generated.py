@@ -128,7 +128,7 @@ def _engines(name: str | None, root: Path) -> str:
     result = _read_run(name, root)
     figures, skipped = result["figures"], result.get("notes", {}).get("engine_skipped", {})
     labels = {"tiny": "tiny (Add+Relu)", "conv": "conv (2 Conv, 3x32x32)",
-              "digits": "digits MLP"}
+              "cnn": "cnn (2 Conv, 3x64x64)", "digits": "digits MLP"}
     rows = ["| engine | " + " | ".join(labels.get(m, m) for m in ENGINE_MODELS)
             + f" | files | node cases | ortweb / own JS call ({RATIO_MODEL}) |",
             "|---" * (len(ENGINE_MODELS) + 4) + "|"]

@@ -245,7 +245,14 @@ async def bench_engine_open(provider, key):
     sess = _state[(provider, key)][0]
     got = (await _plain.engineBytes(sess._handle)).to_py()
     return json.dumps({"provider": sess.provider, "files": list(got["files"]),
-                       "bytes": int(got["bytes"])})
+                       "bytes": int(got["bytes"]),
+                       "run_ms": await _plain_runs(provider, key, 1)})
+
+
+async def bench_worker_hop(key, k):
+    """ms per round trip of model ``key``'s input to a worker that sends it back: what
+    tract's own worker adds to each call before tract does any work."""
+    return json.dumps(await _plain.timeWorkerHop(_state[("tract", key)][3], k) / k)
 
 
 async def _plain_runs(provider, key, k):
