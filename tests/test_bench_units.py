@@ -49,7 +49,7 @@ def test_fixed_keys_are_the_issues() -> None:
         "site_worker_long_tasks", "site_worker_max_frame_gap_ms", "site_worker_call_extra_ms",
         "harness_first_page_s", "harness_per_test_ms",
         *(f"engine_{e}_{key}" for e in ("wasm", "webgpu", "tract", "wonnx")
-          for key in ("tiny_ms", "conv_ms", "digits_ms", "bridge_ratio", "bytes",
+          for key in ("tiny_ms", "conv_ms", "cnn_ms", "digits_ms", "bridge_ratio", "bytes",
                       "node_pass")),
         *(f"net_{p}_{key}" for p in ("broadband", "mobile")
           for key in ("first_visit_s", "floor_s", "ratio")),
