@@ -473,7 +473,7 @@ QUICK = [
         "acceptance_property", "bench_units", "build_py", "conformance_units", "convert",
         "devices", "dtypes", "errors", "native", "onnxruntime_wheel", "options",
         "ortvalue_native_api", "packages", "provider_options", "pyodide_version", "samples",
-        "server", "validate", "wheel")),
+        "server", "site_compress", "validate", "wheel")),
     "tests/test_browser_models.py::test_identity_every_dtype[2x3-tensor(float)-wasm]",
 ]
 

@@ -240,7 +240,10 @@ def test_ships_only_what_the_providers_need(inputs: dict[str, Path], tmp_path: P
     assert _named(gpu, "ort") == sorted(
         ["ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs",
          "ort-wasm-simd-threaded.asyncify.wasm"])
-    both = _build(inputs, tmp_path / "both", providers=["webgpu", "wasm"], webgpu_build="jsep")
+    # Not compressed: no other test ships JSEP's wasm, whose brotli copy alone would take
+    # this test a minute on a fresh clone; compression has tests of its own.
+    both = _build(inputs, tmp_path / "both", providers=["webgpu", "wasm"], webgpu_build="jsep",
+                  compress=False)
     assert set(_named(both, "ort")) == set(
         ort_files(["webgpu", "wasm"], "jsep"))
     assert "ort-wasm-simd-threaded.jsep.wasm" in ort_files(["webgpu"], "jsep")

@@ -10,6 +10,11 @@ strongest). Quality 11 takes about 3 s per MB of wasm here, so each compressed c
 is kept by the sha256 of its source under ``build/compressed/`` and made once per
 machine; zopfli's gzip was left out: 4 % smaller than level 9 for 15 times the time,
 and every browser that sends ``Accept-Encoding: gzip`` sends ``br`` too.
+
+Quality 11 spends as long on a file that will not shrink (a model's float weights) and
+its copy is then dropped, so a file of :data:`_PROBE_MIN` or more is probed first
+(:func:`_estimate`): one that would not shrink is left plain, and that is kept too
+(``SHA256.plain``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,14 @@ _PACKED: Final = frozenset({".whl", ".zip", ".gz", ".br", ".png", ".jpg", ".jpeg
                             ".webp", ".woff2", ".tar", ".bz2", ".xz"})
 #: A copy is kept only when it is at most this share of the file.
 _WORTH: Final = 0.9
+#: Files this large are probed before quality 11 runs on them (:func:`_estimate`).
+_PROBE_MIN: Final = 2 << 20
+#: The probe's samples: this many, evenly spaced, of this many bytes each.
+_SAMPLES: Final = 4
+_SAMPLE_BYTES: Final = 128 << 10
+#: A probed file whose estimated quality-11 copy is over this share of it is left plain
+#: (the estimate's own error, on files that barely shrink, is under a hundredth).
+_PLAIN_OVER: Final = _WORTH + 0.01
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,34 @@ def _brotli(data: bytes) -> bytes:
 
 def _gzip(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)  # mtime 0: the same bytes each build
+
+
+def _estimate(data: bytes) -> float:
+    """Brotli quality 11's ratio (compressed / raw) on ``data``, estimated in a fraction
+    of its time: quality 5 on the whole (repeats far apart included) times quality
+    11's gain over 5 on :data:`_SAMPLES` evenly spaced samples."""
+    import brotli
+
+    step = len(data) // _SAMPLES
+    sample = b"".join(data[i * step:i * step + _SAMPLE_BYTES] for i in range(_SAMPLES))
+    whole = len(brotli.compress(data, quality=5)) / len(data)
+    gain = len(brotli.compress(sample, quality=11)) / len(brotli.compress(sample, quality=5))
+    return whole * gain
+
+
+def _shrinks(cache: Path, sha256: str, src: Path) -> bool:
+    """Whether the file may shrink enough for its copies to be made: known from a copy
+    or a ``.plain`` mark kept in ``cache``, else probed (:func:`_estimate`)."""
+    plain = cache / f"{sha256}.plain"
+    if plain.is_file():
+        return False
+    if any((cache / f"{sha256}{suffix}").is_file() for suffix in ENCODINGS.values()):
+        return True
+    if _estimate(src.read_bytes()) <= _PLAIN_OVER:
+        return True
+    cache.mkdir(parents=True, exist_ok=True)
+    plain.touch()
+    return False
 
 
 def _cached(cache: Path, sha256: str, encoding: str, src: Path) -> Path:
@@ -105,6 +146,8 @@ def compress_files(root: Path, files: Iterable[tuple[str, int, str]], cache: Pat
         rel, size, sha256 = item
         src = root / rel
         if size < _MIN_SIZE or src.suffix.lower() in _PACKED:
+            return Compressed(rel, size, {})
+        if size >= _PROBE_MIN and not _shrinks(cache, sha256, src):
             return Compressed(rel, size, {})
         encoded: dict[str, int] = {}
         for encoding, suffix in ENCODINGS.items():
