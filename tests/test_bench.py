@@ -17,8 +17,9 @@ from versions import ORT_WEB
 
 @pytest.mark.browser
 def test_small_bench_reports_every_fixed_key(ortweb_runtime, tmp_path) -> None:
+    # A short warm-up: the test checks the report's shape, not its figures.
     plan = bench.Plan(bridge_models=("tiny",), bridge_pairs=2, tiny_k=5,
-                      transfer_sizes=(16,), transfer_pairs=2)
+                      transfer_sizes=(16,), transfer_pairs=2, warm_up_s=0.1)
     result = bench.run_bench(ortweb_runtime, plan, sections=["bridge", "transfer"], log=print)
     bench.write_outputs(result, tmp_path / "r.json", tmp_path / "r.md")
     data = json.loads((tmp_path / "r.json").read_text())
@@ -149,7 +150,7 @@ def test_harness_section_times_tests_on_the_shared_page_and_on_fresh_ones(ortweb
 def test_engines_section_runs_every_engine_beside_its_own_js_call(ortweb_runtime) -> None:
     from ortweb.host.bench.engines import ENGINE_MODELS, ENGINE_NAMES
 
-    plan = bench.Plan(engines_pairs=2, engines_k=3,
+    plan = bench.Plan(engines_pairs=2, engines_k=3, warm_up_s=0.1,
                       engines_node_filter=r"^test_(abs|relu|softmax_example)$")
     data = bench.run_bench(ortweb_runtime, plan, sections=["engines"], log=print)
     figures, details, notes = data["figures"], data["details"], data["notes"]

@@ -62,7 +62,7 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
         for name, data in models.items():
             (folder / f"engine_{name}.onnx").write_bytes(data)
         page = bench_page(runtime, {n: prefix + f"engine_{n}.onnx" for n in models}, shapes,
-                          threads=1)
+                          threads=1, warm_up_s=plan.warm_up_s)
         try:
             ready: list[tuple[str, str]] = []
             k_of: dict[tuple[str, str], int] = {}

@@ -21,7 +21,7 @@ def call(page: PyodidePage, expr: str) -> Any:
 
 
 def bench_page(runtime: Runtime, models: Mapping[str, str], shapes: Mapping[str, Any],
-               threads: int) -> PyodidePage:
+               threads: int, warm_up_s: float) -> PyodidePage:
     """A new page with ``models`` (name → server URL) loaded into ``inpage/bench_page.py``.
 
     Parameters
@@ -33,12 +33,15 @@ def bench_page(runtime: Runtime, models: Mapping[str, str], shapes: Mapping[str,
         Model name → the input shape the page feeds it.
     threads : int
         ORT-web's wasm threads in this page.
+    warm_up_s : float
+        Seconds each model runs untimed on both sides before its first round
+        (:attr:`.Plan.warm_up_s`).
     """
     page = runtime.new_page()
     try:
         for name, url in models.items():
             page.write_file(url, f"/tmp/bench/{name}.onnx")
-        args = {"threads": threads, "shapes": dict(shapes),
+        args = {"threads": threads, "warm_up_s": warm_up_s, "shapes": dict(shapes),
                 "models": {name: f"/tmp/bench/{name}.onnx" for name in models}}
         call(page, f"ORTWEB_ARGS = {json.dumps(json.dumps(args))}\n"
              + inpage.source("bench_page"))

@@ -12,6 +12,11 @@ __all__ = ["Plan"]
 class Plan:
     """How many interleaved pairs and runs per block each section takes."""
 
+    #: Seconds each model's pair of sides runs untimed before its first round: V8
+    #: recompiles the hottest wasm and JS in its optimising tier for about the first
+    #: second of a hot loop (tests that check a section's shape, not its figures, set
+    #: less).
+    warm_up_s: float = 1.5
     bridge_models: tuple[str, ...] = ("tiny", "resnet50")
     bridge_pairs: int = 8
     tiny_k: int = 200

@@ -82,7 +82,8 @@ def run_bench(
         if "chain" in sections:
             models.update(chain_a=prefix + "chain_a.onnx", chain_b=prefix + "chain_b.onnx")
         page_sections = {"bridge", "transfer", "chain", "threads"} & set(sections)
-        main = bench_page(runtime, models, shapes, threads=1) if page_sections else None
+        main = (bench_page(runtime, models, shapes, threads=1, warm_up_s=plan.warm_up_s)
+                if page_sections else None)
         try:
             if main is not None and "bridge" in sections:
                 details += sec.bridge(main, plan, rec, say)

@@ -106,7 +106,8 @@ def threads_and_native(
 
     say("bench: threads (second page, 2 threads) and native onnxruntime: "
         f"{plan.threads_reps} rounds of {plan.threads_k} runs")
-    two = bench_page(runtime, {"resnet50": models["resnet50"]}, shapes, threads=2)
+    two = bench_page(runtime, {"resnet50": models["resnet50"]}, shapes, threads=2,
+                     warm_up_s=plan.warm_up_s)
     try:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1

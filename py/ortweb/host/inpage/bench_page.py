@@ -26,7 +26,8 @@ _plain = await run_js("import('/bench_plain.js')")
 _tensors = await run_js("import('/bridge/tensors.js')")
 _F32 = _dtypes.by_ort("float32")
 _state = {}
-WARM_UP_S = 1.5  # at least one run of each side, then until this much time has passed
+# At least one run of each side, then until this much time has passed (Plan.warm_up_s).
+WARM_UP_S = float(BENCH_ARGS["warm_up_s"])
 
 
 def _read_model(key):
