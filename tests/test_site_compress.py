@@ -45,7 +45,7 @@ def test_weights_that_would_not_shrink_are_probed_and_left_plain(
     assert sorted(p.name for p in site.iterdir()) == ["model.onnx.data"]
     assert (cache / f"{item[2]}.plain").is_file()
     # The verdict is kept: the next build does not probe again.
-    monkeypatch.setattr(site_compress, "_estimate", lambda data: pytest.fail("probed twice"))
+    monkeypatch.setattr(site_compress, "_estimate", lambda *a: pytest.fail("probed twice"))
     (again,) = site_compress.compress_files(site, [item], cache)
     assert again.encoded == {}
 
@@ -55,10 +55,10 @@ def test_a_large_file_that_shrinks_gets_both_copies(tmp_path: Path,
     # A table whose rows repeat (quality 11 takes a moment on it, not a minute).
     rows = "".join(f"{i % 10},{i % 7},label_{i % 13}\n" for i in range(250_000)).encode()
     assert len(rows) >= site_compress._PROBE_MIN
-    assert site_compress._estimate(rows) < 0.5
     site, cache = tmp_path / "site", tmp_path / "cache"
     site.mkdir()
     item = _file(site, "table.csv", rows)
+    assert site_compress._estimate(site / "table.csv", len(rows)) < 0.5
     whole_runs = _spy_quality_11(monkeypatch)
     (done,) = site_compress.compress_files(site, [item], cache)
     assert whole_runs == [len(rows)]
