@@ -193,9 +193,10 @@ def measure_first_visit(check: DemoCheck, url: str, browser: Browser) -> None:
 
 
 def check_demo(url: str, model: DigitsModel, *, browser: Browser | None = None,
-               screenshot: Path | None = None, network: bool = True) -> DemoCheck:
-    """Open the demo site at ``url`` headless and check it (see :mod:`ortweb.host.demo`);
-    with ``network``, time two more first visits (:func:`measure_first_visit`)."""
+               screenshot: Path | None = None, skip_network: str = "") -> DemoCheck:
+    """Open the demo site at ``url`` headless and check it (see :mod:`ortweb.host.demo`),
+    then time two more first visits (:func:`measure_first_visit`) unless
+    ``skip_network`` says why not (kept as ``network_skipped``)."""
     check = DemoCheck(url)
     own = browser is None
     browser = browser or Browser()
@@ -222,7 +223,9 @@ def check_demo(url: str, model: DigitsModel, *, browser: Browser | None = None,
                 check.screenshot = page.screenshot(screenshot)
             check.errors = list(page.errors)
         check.blocked = ctx.blocked
-        if network:
+        if skip_network:
+            check.network_skipped = skip_network
+        else:
             measure_first_visit(check, url, browser)
     finally:
         if own:
