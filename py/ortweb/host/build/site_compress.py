@@ -95,15 +95,20 @@ def _estimate(src: Path, size: int) -> float:
     return fast / raw * gain
 
 
-def _shrinks(cache: Path, sha256: str, src: Path) -> bool:
+def _kept(cache: Path, sha256: str, encoding: str) -> Path:
+    """Where ``cache`` keeps the ``encoding`` copy of the file whose sha256 is given."""
+    return cache / f"{sha256}{ENCODINGS[encoding]}"
+
+
+def _shrinks(cache: Path, sha256: str, src: Path, size: int) -> bool:
     """Whether the file may shrink enough for its copies to be made: known from a copy
     or a ``.plain`` mark kept in ``cache``, else probed (:func:`_estimate`)."""
     plain = cache / f"{sha256}.plain"
     if plain.is_file():
         return False
-    if any((cache / f"{sha256}{suffix}").is_file() for suffix in ENCODINGS.values()):
+    if any(_kept(cache, sha256, encoding).is_file() for encoding in ENCODINGS):
         return True
-    if _estimate(src, src.stat().st_size) <= _PLAIN_OVER:
+    if _estimate(src, size) <= _PLAIN_OVER:
         return True
     cache.mkdir(parents=True, exist_ok=True)
     plain.touch()
@@ -112,7 +117,7 @@ def _shrinks(cache: Path, sha256: str, src: Path) -> bool:
 
 def _cached(cache: Path, sha256: str, encoding: str, src: Path) -> Path:
     """The compressed copy of ``src`` (whose sha256 is given) in ``cache``, made if new."""
-    path = cache / f"{sha256}{ENCODINGS[encoding]}"
+    path = _kept(cache, sha256, encoding)
     if path.is_file():
         return path
     cache.mkdir(parents=True, exist_ok=True)
@@ -159,7 +164,7 @@ def compress_files(root: Path, files: Iterable[tuple[str, int, str]], cache: Pat
         src = root / rel
         if size < _MIN_SIZE or src.suffix.lower() in _PACKED:
             return Compressed(rel, size, {})
-        if size >= _PROBE_MIN and not _shrinks(cache, sha256, src):
+        if size >= _PROBE_MIN and not _shrinks(cache, sha256, src, size):
             return Compressed(rel, size, {})
         encoded: dict[str, int] = {}
         for encoding, suffix in ENCODINGS.items():
