@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import pytest
 
-from ortweb.host.browser import BASE_FLAGS, WEBGPU_FLAGS, find_chromium
+from ortweb.host.browser import find_chromium, launch_flags
 from ortweb.host.build.assets import find_assets
 from ortweb.host.serve import StaticServer
 
@@ -93,7 +93,7 @@ class CdpChromium(Remote):
     def __init__(self, profile: Path):
         self.proc = subprocess.Popen(
             [find_chromium(), "--headless", "--remote-debugging-port=0",
-             f"--user-data-dir={profile}", *BASE_FLAGS, *WEBGPU_FLAGS, *CUT, "about:blank"],
+             f"--user-data-dir={profile}", *launch_flags(webgpu=True), *CUT, "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         active = profile / "DevToolsActivePort"
 

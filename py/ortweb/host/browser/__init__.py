@@ -30,7 +30,15 @@ from ..errors import BrowserError, PageFailure, PageUnresponsive, PythonFailure
 from .capture import TAG, ConsoleLine, PageLog
 from .endpoint import ENV_VAR, Endpoint, endpoints_from_env, parse_endpoint, parse_endpoints
 from .keeper import PageKeeper
-from .launch import BASE_FLAGS, WEBGPU_FLAGS, Browser, Profile, find_chromium
+from .launch import (
+    BASE_FLAGS,
+    FEATURES,
+    WEBGPU_FLAGS,
+    Browser,
+    Profile,
+    find_chromium,
+    launch_flags,
+)
 from .page import PyodidePage
 from .pool import BrowserPool
 from .route import CdnMirror, OfflineRouter, cdn_mirror
@@ -41,6 +49,7 @@ from .where import adapter_text, where_line
 __all__ = [
     "BASE_FLAGS",
     "ENV_VAR",
+    "FEATURES",
     "GUARD_S",
     "HARD_S",
     "TAG",
@@ -64,6 +73,7 @@ __all__ = [
     "cdn_mirror",
     "endpoints_from_env",
     "find_chromium",
+    "launch_flags",
     "open_runtime",
     "parse_endpoint",
     "parse_endpoints",

@@ -24,7 +24,8 @@ from .watchdog import freeze_timeout as _freeze_timeout
 if TYPE_CHECKING:
     from .page import PyodidePage
 
-__all__ = ["BASE_FLAGS", "WEBGPU_FLAGS", "Browser", "Profile", "find_chromium"]
+__all__ = ["BASE_FLAGS", "FEATURES", "WEBGPU_FLAGS", "Browser", "Profile", "find_chromium",
+           "launch_flags"]
 
 #: Flags for a quiet, offline headless Chromium (no background traffic).
 BASE_FLAGS = (
@@ -42,8 +43,28 @@ BASE_FLAGS = (
     # (seconds later): the leak tests measure workers' memory with it.
     "--enable-blink-features=ForceEagerMeasureMemory",
 )
-#: Real WebGPU through SwiftShader (Vulkan on the CPU).
-WEBGPU_FLAGS = ("--enable-unsafe-webgpu", "--enable-features=Vulkan")
+#: Chromium features on in every browser ortweb launches (see :func:`launch_flags`).
+#: ``StackScanMaxFramePointerToStackEndGap`` is Chromium's own guard for
+#: crbug.com/402542102, off by default outside ChromeOS: its heap profiler, which
+#: samples a tenth of renderers, walks the stack of an allocation by frame pointers up
+#: to the thread's stack end, and on a JSPI stack (Pyodide runs Python on one) that
+#: walk runs off the stack into a guard page and the renderer dies (SIGSEGV, "the page
+#: crashed"). With the guard the walk stops there. The last two are Playwright's own,
+#: which a second ``--enable-features`` would drop (Chromium keeps the last one only).
+FEATURES = ("StackScanMaxFramePointerToStackEndGap", "CDPScreenshotNewSurface",
+            "SkipListAccountsWithoutGaiaCookies")
+#: Real WebGPU through SwiftShader (Vulkan on the CPU), with the ``Vulkan`` feature.
+WEBGPU_FLAGS = ("--enable-unsafe-webgpu",)
+
+
+def launch_flags(webgpu: bool = True) -> list[str]:
+    """Chromium's command-line flags for a browser ortweb launches (or asks a
+    Playwright server to launch): :data:`BASE_FLAGS`, :data:`WEBGPU_FLAGS` or
+    ``--disable-gpu``, and :data:`FEATURES` (with ``Vulkan`` for WebGPU) in one
+    ``--enable-features``."""
+    gpu = WEBGPU_FLAGS if webgpu else ("--disable-gpu",)
+    names = (*FEATURES, "Vulkan") if webgpu else FEATURES
+    return [*BASE_FLAGS, *gpu, "--enable-features=" + ",".join(names)]
 
 
 def find_chromium(explicit: str | os.PathLike[str] | None = None) -> str:
@@ -147,7 +168,7 @@ class Browser:
         self._owns_pw = playwright is None
         self._pw = acquire_playwright() if playwright is None else playwright
         try:
-            args = [*BASE_FLAGS, *(WEBGPU_FLAGS if webgpu else ("--disable-gpu",))]
+            args = launch_flags(webgpu)
             if endpoint is None:
                 self._browser = self._pw.chromium.launch(
                     executable_path=self.executable, headless=True, args=args
@@ -345,7 +366,7 @@ class Profile:
             raise BrowserError(f"a fresh on-disk profile needs a Chromium launched here, not "
                                f"{browser.name}")
         self.folder = tempfile.mkdtemp(prefix="ortweb-profile-")
-        args = [*BASE_FLAGS, *(WEBGPU_FLAGS if browser.webgpu else ("--disable-gpu",))]
+        args = launch_flags(browser.webgpu)
         try:
             self._context = browser._pw.chromium.launch_persistent_context(
                 self.folder, executable_path=browser.executable, headless=True, args=args)
