@@ -12,8 +12,10 @@ starts on the console, and the host pumps Playwright's events in between native
 runs. A page that makes no progress for the case timeout counts as hung; a hung
 or crashed page is closed, the case that was running is marked, and the rest of
 its batch continues in a fresh page. A crash is a case's verdict only when it
-repeats: Chromium's renderer, here, now and then dies without a message early in a
-page's life (a release-build CHECK), so the case first runs once more, alone.
+repeats: a renderer can die of what is not the case's (Chromium's heap profiler
+killed about one page in a hundred here until :data:`~ortweb.host.browser.launch.FEATURES`
+turned its guard on; a browser elsewhere may lack it), so the case first runs once
+more, alone.
 """
 
 from __future__ import annotations
