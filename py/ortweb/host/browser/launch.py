@@ -53,7 +53,8 @@ BASE_FLAGS = (
 #: which a second ``--enable-features`` would drop (Chromium keeps the last one only).
 FEATURES = ("StackScanMaxFramePointerToStackEndGap", "CDPScreenshotNewSurface",
             "SkipListAccountsWithoutGaiaCookies")
-#: Real WebGPU through SwiftShader (Vulkan on the CPU), with the ``Vulkan`` feature.
+#: Real WebGPU through SwiftShader (Vulkan on the CPU; :func:`launch_flags` adds the
+#: ``Vulkan`` feature).
 WEBGPU_FLAGS = ("--enable-unsafe-webgpu",)
 
 
