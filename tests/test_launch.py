@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from ortweb.host.browser import FEATURES, Browser, Runtime, launch, launch_flags
+from ortweb.host.browser import (
+    FEATURES,
+    Browser,
+    Runtime,
+    flags,
+    launch_flags,
+    merge_features,
+)
 
 GUARD = "StackScanMaxFramePointerToStackEndGap"
 #: The heap profiler in every renderer, sampling every 10 kB on average.
@@ -34,11 +41,22 @@ def test_one_enable_features_carries_every_feature(webgpu: bool) -> None:
     assert ("--enable-unsafe-webgpu" in flags) == webgpu and ("--disable-gpu" in flags) != webgpu
 
 
+def test_features_given_twice_become_one_list() -> None:
+    args = ["--a", "--enable-features=A,B", "--disable-features=X", "--b",
+            "--enable-features=B,C", "--enable-features=", "--disable-features=Y,X"]
+    assert merge_features(args) == ["--a", "--b", "--enable-features=A,B,C",
+                                    "--disable-features=X,Y"]
+    plain = ["--a", "--enable-features=A", "--enable-blink-features=Z"]
+    assert merge_features(plain) == plain
+    assert merge_features([*launch_flags(), "--enable-features=Mine"])[-1] == (
+        f"--enable-features={','.join(FEATURES)},Vulkan,Mine")
+
+
 def _boot_pages(assets: Any, server: Any, features: tuple[str, ...], pages: int,
                 monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What each of ``pages`` fresh pages gave ("ok" or the error), one after the other,
     in a Chromium launched with ``features``; stops at the first failure."""
-    monkeypatch.setattr(launch, "FEATURES", features)
+    monkeypatch.setattr(flags, "FEATURES", features)
     seen: list[str] = []
     with Browser(webgpu=False) as browser:
         runtime = Runtime(assets, server, browser)

@@ -84,6 +84,11 @@ def test_launch_options_of_the_url_go_over_ortweb_s() -> None:
     assert options == {"headless": True, "executablePath": "/opt/chrome", "args": ["--a", "--x"]}
     with pytest.raises(BrowserError, match="not JSON"):
         _launch_url("ws://h:1/?launch-options=%7Bnope", {})
+    # A list of features of the URL's joins ortweb's instead of dropping it.
+    given = {"args": ["--enable-features=Mine", "--x"]}
+    _, options = _launch_url(f"ws://h:1/?launch-options={quote(json.dumps(given))}",
+                             {"args": ["--a", "--enable-features=Vulkan,Guard"]})
+    assert options["args"] == ["--a", "--enable-features=Vulkan,Guard,Mine", "--x"]
 
 
 def _where(vendor: str, architecture: str, description: str = "",

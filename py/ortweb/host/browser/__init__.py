@@ -6,8 +6,9 @@ Every host tool that opens a browser goes through this package: ``ortweb run``,
 ``ortweb demo``). Its modules, each with one job:
 
 =============  ===========================================================================
-``launch``     find the system's Chromium and launch it (quiet, offline, WebGPU flags);
-               a fresh on-disk profile (:class:`Profile`)
+``flags``      Chromium's command line (quiet, offline, WebGPU, features in one list)
+``launch``     find the system's Chromium and launch it; a fresh on-disk profile
+               (:class:`Profile`)
 ``endpoint``   browsers elsewhere: a Playwright server or a DevTools (CDP) endpoint
 ``pool``       the browsers of a run's slots, from endpoints (round robin, replaced)
 ``watchdog``   notice a browser elsewhere that froze (heartbeat, deadlines) and cut it loose
@@ -29,16 +30,9 @@ from __future__ import annotations
 from ..errors import BrowserError, PageFailure, PageUnresponsive, PythonFailure
 from .capture import TAG, ConsoleLine, PageLog
 from .endpoint import ENV_VAR, Endpoint, endpoints_from_env, parse_endpoint, parse_endpoints
+from .flags import BASE_FLAGS, FEATURES, WEBGPU_FLAGS, launch_flags, merge_features
 from .keeper import PageKeeper
-from .launch import (
-    BASE_FLAGS,
-    FEATURES,
-    WEBGPU_FLAGS,
-    Browser,
-    Profile,
-    find_chromium,
-    launch_flags,
-)
+from .launch import Browser, Profile, find_chromium
 from .page import PyodidePage
 from .pool import BrowserPool
 from .route import CdnMirror, OfflineRouter, cdn_mirror
@@ -74,6 +68,7 @@ __all__ = [
     "endpoints_from_env",
     "find_chromium",
     "launch_flags",
+    "merge_features",
     "open_runtime",
     "parse_endpoint",
     "parse_endpoints",

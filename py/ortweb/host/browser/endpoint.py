@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import BrowserError
+from .flags import merge_features
 
 __all__ = ["ENV_VAR", "KINDS", "Endpoint", "connect", "endpoints_from_env", "parse_endpoint",
            "parse_endpoints"]
@@ -149,7 +150,7 @@ def _detect(endpoint: Endpoint, timeout: float) -> str:
 
 def _launch_url(url: str, defaults: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The URL without its ``launch-options`` parameter, and those options over ``defaults``
-    (``args`` are appended to the defaults')."""
+    (``args`` are appended to the defaults', their features merged into one list)."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     options = dict(defaults)
@@ -164,7 +165,7 @@ def _launch_url(url: str, defaults: dict[str, Any]) -> tuple[str, dict[str, Any]
             raise BrowserError(f"browser endpoint {url}: launch-options is not JSON") from None
         if not isinstance(given, dict):
             raise BrowserError(f"browser endpoint {url}: launch-options must be a JSON object")
-        args = [*options.get("args", []), *given.pop("args", [])]
+        args = merge_features([*options.get("args", []), *given.pop("args", [])])
         options.update(given)
         options["args"] = args
     return urlunsplit(parts._replace(query=urlencode(rest))), options

@@ -1,7 +1,5 @@
 """Launching the system's headless Chromium (never a downloaded one), or connecting
-to one elsewhere (:mod:`.endpoint`).
-
-The flags keep it quiet and offline, and give real WebGPU on SwiftShader.
+to one elsewhere (:mod:`.endpoint`), with :mod:`.flags`' command line.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ from urllib.parse import urlsplit
 
 from ..errors import BrowserError
 from .endpoint import Endpoint, connect, parse_endpoint
+from .flags import launch_flags
 from .route import OfflineRouter
 from .watchdog import Tether, Watchdog, heartbeat_url
 from .watchdog import freeze_timeout as _freeze_timeout
@@ -24,49 +23,7 @@ from .watchdog import freeze_timeout as _freeze_timeout
 if TYPE_CHECKING:
     from .page import PyodidePage
 
-__all__ = ["BASE_FLAGS", "FEATURES", "WEBGPU_FLAGS", "Browser", "Profile", "find_chromium",
-           "launch_flags"]
-
-#: Flags for a quiet, offline headless Chromium (no background traffic).
-BASE_FLAGS = (
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-default-apps",
-    "--disable-extensions",
-    # gc() in the page, so leak meters can read after a collection, not before.
-    "--js-flags=--expose-gc",
-    # performance.measureUserAgentSpecificMemory() at once, not at the next collection
-    # (seconds later): the leak tests measure workers' memory with it.
-    "--enable-blink-features=ForceEagerMeasureMemory",
-)
-#: Chromium features on in every browser ortweb launches (see :func:`launch_flags`).
-#: ``StackScanMaxFramePointerToStackEndGap`` is Chromium's own guard for
-#: crbug.com/402542102, off by default outside ChromeOS: its heap profiler, which
-#: samples a tenth of renderers, walks the stack of an allocation by frame pointers up
-#: to the thread's stack end, and on a JSPI stack (Pyodide runs Python on one) that
-#: walk runs off the stack into a guard page and the renderer dies (SIGSEGV, "the page
-#: crashed"). With the guard the walk stops there. The last two are Playwright's own,
-#: which a second ``--enable-features`` would drop (Chromium keeps the last one only).
-FEATURES = ("StackScanMaxFramePointerToStackEndGap", "CDPScreenshotNewSurface",
-            "SkipListAccountsWithoutGaiaCookies")
-#: Real WebGPU through SwiftShader (Vulkan on the CPU; :func:`launch_flags` adds the
-#: ``Vulkan`` feature).
-WEBGPU_FLAGS = ("--enable-unsafe-webgpu",)
-
-
-def launch_flags(webgpu: bool = True) -> list[str]:
-    """Chromium's command-line flags for a browser ortweb launches (or asks a
-    Playwright server to launch): :data:`BASE_FLAGS`, :data:`WEBGPU_FLAGS` or
-    ``--disable-gpu``, and :data:`FEATURES` (with ``Vulkan`` for WebGPU) in one
-    ``--enable-features``."""
-    gpu = WEBGPU_FLAGS if webgpu else ("--disable-gpu",)
-    names = (*FEATURES, "Vulkan") if webgpu else FEATURES
-    return [*BASE_FLAGS, *gpu, "--enable-features=" + ",".join(names)]
-
+__all__ = ["Browser", "Profile", "find_chromium"]
 
 def find_chromium(explicit: str | os.PathLike[str] | None = None) -> str:
     """The Chromium binary: ``explicit``, ``$ORTWEB_BROWSER``, or ``chromium`` on PATH.

@@ -13,7 +13,7 @@ runs. A page that makes no progress for the case timeout counts as hung; a hung
 or crashed page is closed, the case that was running is marked, and the rest of
 its batch continues in a fresh page. A crash is a case's verdict only when it
 repeats: a renderer can die of what is not the case's (Chromium's heap profiler
-killed about one page in a hundred here until :data:`~ortweb.host.browser.launch.FEATURES`
+killed about one page in a hundred here until :data:`~ortweb.host.browser.flags.FEATURES`
 turned its guard on; a browser elsewhere may lack it), so the case first runs once
 more, alone.
 """
