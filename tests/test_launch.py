@@ -43,7 +43,7 @@ def test_one_enable_features_carries_every_feature(webgpu: bool) -> None:
 
 def test_features_given_twice_become_one_list() -> None:
     args = ["--a", "--enable-features=A,B", "--disable-features=X", "--b",
-            "--enable-features=B,C", "--enable-features=", "--disable-features=Y,X"]
+            "--enable-features=B,C,C", "--enable-features=", "--disable-features=Y,X"]
     assert merge_features(args) == ["--a", "--b", "--enable-features=A,B,C",
                                     "--disable-features=X,Y"]
     plain = ["--a", "--enable-features=A", "--enable-blink-features=Z"]

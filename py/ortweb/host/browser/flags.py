@@ -67,7 +67,9 @@ def merge_features(args: Iterable[str]) -> list[str]:
         switch, sep, value = arg.partition("=")
         if sep and switch in ("--enable-features", "--disable-features"):
             names = merged.setdefault(switch, [])
-            names += [n for n in value.split(",") if n and n not in names]
+            for name in value.split(","):
+                if name and name not in names:
+                    names.append(name)
             last[switch] = i
     out = []
     for i, arg in enumerate(args):
