@@ -32,13 +32,13 @@ PROFILER_EVERYWHERE = ("HeapProfilerReporting:stable-probability/1.0/nonstable-p
 @pytest.mark.parametrize("webgpu", [True, False])
 def test_one_enable_features_carries_every_feature(webgpu: bool) -> None:
     # Chromium keeps only the last --enable-features: a second one would drop the first.
-    flags = launch_flags(webgpu)
-    enables = [f for f in flags if f.startswith("--enable-features=")]
+    args = launch_flags(webgpu)
+    enables = [f for f in args if f.startswith("--enable-features=")]
     assert len(enables) == 1
     names = enables[0].split("=", 1)[1].split(",")
     assert GUARD in names and set(FEATURES) <= set(names)
     assert ("Vulkan" in names) == webgpu
-    assert ("--enable-unsafe-webgpu" in flags) == webgpu and ("--disable-gpu" in flags) != webgpu
+    assert ("--enable-unsafe-webgpu" in args) == webgpu and ("--disable-gpu" in args) != webgpu
 
 
 def test_features_given_twice_become_one_list() -> None:

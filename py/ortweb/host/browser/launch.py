@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Browser", "Profile", "find_chromium"]
 
+
 def find_chromium(explicit: str | os.PathLike[str] | None = None) -> str:
     """The Chromium binary: ``explicit``, ``$ORTWEB_BROWSER``, or ``chromium`` on PATH.
 
