@@ -189,6 +189,13 @@ def test_engines_section_runs_every_engine_beside_its_own_js_call(ortweb_runtime
             size = sum((ortweb_runtime.assets.ort / f.removeprefix("/ort/")).stat().st_size
                        for f in files)
         assert figures[f"engine_{engine}_bytes"]["median"] == size
+    # The sides take turns in blocks of about 20 ms: a whole side at once for a run
+    # of microseconds, a block a run where one run takes longer.
+    blocks = notes["engine_blocks"]
+    assert set(blocks) == {f"{e}/{m}" for e in ENGINE_NAMES for m in ENGINE_MODELS} - set(skipped)
+    for pair, b in blocks.items():
+        assert b["runs"] == 3 and b["blocks"] == -(-3 // b["block"]), (pair, b)
+    assert blocks["wasm/tiny"]["blocks"] == 1 and blocks["webgpu/cnn"]["blocks"] == 3, blocks
     # tract's worker: a round trip of the tiny input, without tract, is part of its call.
     hop = details["engine_tract_worker_hop_ms"]
     assert hop["n"] == 2 and 0 < hop["median"] < 10, hop

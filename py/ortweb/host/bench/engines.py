@@ -20,7 +20,11 @@ and ``engine_tract_worker_hop_ms``, a round trip of ``tiny``'s input to a worker
 only sends it back (plain JS): what running tract in its own worker costs per call.
 
 Each side of a round runs a pair ``k`` times, ``k`` = ``Plan.engines_k`` or fewer for
-a model whose run takes longer than :data:`ROUND_MS` / ``engines_k`` (at least 5).
+a model whose run takes longer than :data:`ROUND_MS` / ``engines_k`` (at least 5), in
+blocks of about :data:`BLOCK_MS` (one run at least), the two sides taking turns block
+by block: the host's load changes within a round, and blocks this short see the same
+load on both sides, where whole sides one after the other did not. The notes'
+``engine_blocks`` give each pair's runs a side, runs a block and blocks a round.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ ENGINE_MODELS: Final = ("tiny", "conv", "cnn", "digits")
 RATIO_MODEL: Final = "cnn"
 #: What one side of a round spends on a pair at most, roughly (see the module's doc).
 ROUND_MS: Final = 1000.0
+#: What one side's block of runs takes, roughly: long enough that the timer's
+#: resolution and a block's own cost do not count, short against changes of load.
+BLOCK_MS: Final = 20.0
 
 
 def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
@@ -66,6 +73,7 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
         try:
             ready: list[tuple[str, str]] = []
             k_of: dict[tuple[str, str], int] = {}
+            block_of: dict[tuple[str, str], int] = {}
             for engine in ENGINE_NAMES:
                 for model in ENGINE_MODELS:
                     opened = call(page, f"await bench_engine_open({engine!r}, {model!r})")
@@ -79,8 +87,10 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                     rec.samples[f"engine_{engine}_bytes"] = [float(opened["bytes"])]
                     notes.setdefault("engine_files", {})[engine] = opened["files"]
                     ready.append((engine, model))
-                    k_of[(engine, model)] = min(plan.engines_k, max(
-                        5, round(ROUND_MS / max(float(opened["run_ms"]), 1e-3))))
+                    run_ms = max(float(opened["run_ms"]), 1e-3)
+                    k = min(plan.engines_k, max(5, round(ROUND_MS / run_ms)))
+                    k_of[(engine, model)] = k
+                    block_of[(engine, model)] = max(1, min(k, round(BLOCK_MS / run_ms)))
             say(f"bench: engines: {plan.engines_pairs} rounds on {len(ready)} engine/model "
                 "pairs, ortweb against each engine's own JS call")
             py: dict[tuple[str, str], list[float]] = {pair: [] for pair in ready}
@@ -91,8 +101,10 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                 for engine, model in ready[shift:] + ready[:shift]:
                     k = k_of[(engine, model)]
                     out = call(page, f"await bench_engine({engine!r}, {model!r}, {k}, "
-                                     f"{alternate(i)!r})")
+                                     f"{alternate(i)!r}, {block_of[(engine, model)]})")
                     py[(engine, model)].append(out["py_ms"])
+                    notes.setdefault("engine_blocks", {})[f"{engine}/{model}"] = {
+                        "runs": k, "block": block_of[(engine, model)], "blocks": out["blocks"]}
                     js[(engine, model)].append(out["js_ms"])
                 if ("tract", "tiny") in k_of:
                     hop.append(call(page, f"await bench_worker_hop('tiny', {plan.engines_k})"))

@@ -264,17 +264,26 @@ async def _plain_runs(provider, key, k):
     return await _plain.timeEngineRuns(js_id, x_js, dims, k) / k
 
 
-async def bench_engine(provider, key, k, first):
+async def bench_engine(provider, key, k, first, block):
     """One interleaved round on ``provider``: ms per run through ortweb and through
-    the engine's own JS call, on the very same session."""
+    the engine's own JS call, on the very same session, ``k`` runs a side in blocks of
+    ``block`` runs, the sides taking turns block by block (py js js py ...: whichever
+    goes first alternates), so that a change in the host's load falls on both."""
     sess, _, x, _ = _state[(provider, key)]
-    out = {}
-    for side in (("py", "js") if first == "py" else ("js", "py")):
-        if side == "py":
-            out["py_ms"] = await _py_runs(sess, x, k)
-        else:
-            out["js_ms"] = await _plain_runs(provider, key, k)
-    return json.dumps(out)
+    total = {"py": 0.0, "js": 0.0}
+    order = ["py", "js"] if first == "py" else ["js", "py"]
+    done = blocks = 0
+    while done < k:
+        n = min(block, k - done)
+        blocks += 1
+        for side in order:
+            if side == "py":
+                total["py"] += await _py_runs(sess, x, n) * n
+            else:
+                total["js"] += await _plain_runs(provider, key, n) * n
+        order.reverse()
+        done += n
+    return json.dumps({"py_ms": total["py"] / k, "js_ms": total["js"] / k, "blocks": blocks})
 
 
 async def bench_engine_close():
