@@ -21,6 +21,9 @@ let files = /** @type {EngineFiles|null} */ (null);
 /** @type {Promise<any>|null} */
 let loaded = null;
 
+/** The URLs wonnx's glue was imported from: the frames of its traps name them. */
+const glueURLs = new Set();
+
 /** wonnx's module, imported and initialised once per page. */
 function loadWonnx() {
   if (!loaded) {
@@ -30,6 +33,7 @@ function loadWonnx() {
     loaded = Promise.all([engineFile('wonnx/wonnx.js'), engineFile('wonnx/wonnx_bg.wasm')])
       .then(async ([js, wasm]) => {
         const url = scriptURL(js);
+        glueURLs.add(url);
         try {
           const wonnx = await import(/* @vite-ignore */ url);
           await wonnx.default(wasm);
@@ -42,6 +46,99 @@ function loadWonnx() {
     loaded.catch(() => { loaded = null; });
   }
   return loaded;
+}
+
+/**
+ * How long wonnx may take to load a model, or to run it, before ortweb takes it for
+ * hung, in seconds: wonnx 0.5.1 never settles on some models, and an instance that
+ * hung leaves every later session of that instance hanging too. A page may set
+ * `globalThis.ortwebConfig = {wonnxTimeLimitS: ...}`.
+ */
+export const TIME_LIMIT_S = 30;
+
+/** The time limit in force: the page's `ortwebConfig.wonnxTimeLimitS`, or {@link TIME_LIMIT_S}. */
+function timeLimitS() {
+  const own = /** @type {any} */ (globalThis).ortwebConfig?.wonnxTimeLimitS;
+  return typeof own === 'number' && own > 0 ? own : TIME_LIMIT_S;
+}
+
+/** The rejects of the wonnx calls that have not settled (see {@link guarded}). */
+const pending = new Set();
+
+/**
+ * A panic inside wonnx traps in a task of its own (its futures run from microtasks),
+ * so the call waiting for it never settles; the trap reaches the page as an unhandled
+ * rejection, whose frames name wonnx's glue. It fails every pending call instead, and
+ * the instance goes (its memory is not to be trusted after a panic).
+ * @param {any} event a PromiseRejectionEvent or an ErrorEvent
+ */
+function onUncaught(event) {
+  const err = event?.reason ?? event?.error;
+  const stack = String(err?.stack ?? '');
+  if (!pending.size || !(err instanceof WebAssembly.RuntimeError)
+      || ![...glueURLs].some((url) => stack.includes(url))) return;
+  event.preventDefault();
+  loaded = null;
+  for (const reject of [...pending]) {
+    reject(new BridgeError('EngineError', `wonnx panicked (${err.message}; its own message is on the browser console): it cannot run this model; the next wonnx session starts on a fresh instance of the engine`));
+  }
+}
+
+/** The page's `Error.stackTraceLimit` while wonnx calls are pending, else null. */
+let savedStackLimit = /** @type {number|null} */ (null);
+
+/**
+ * Listen for wonnx's traps while calls are pending. A trap's stack holds wasm frames
+ * first and wonnx's glue below them, past V8's default of 10 frames: the limit is
+ * raised for that time.
+ * @param {boolean} on
+ */
+function watchTraps(on) {
+  const E = /** @type {any} */ (Error);
+  for (const type of ['unhandledrejection', 'error']) {
+    if (on) globalThis.addEventListener?.(type, onUncaught);
+    else globalThis.removeEventListener?.(type, onUncaught);
+  }
+  if (on) {
+    savedStackLimit = E.stackTraceLimit;
+    E.stackTraceLimit = Math.max(Number(E.stackTraceLimit) || 0, 200);
+  } else if (savedStackLimit !== null) {
+    if (E.stackTraceLimit === 200) E.stackTraceLimit = savedStackLimit;
+    savedStackLimit = null;
+  }
+}
+
+/**
+ * `promise`, or a BridgeError once wonnx has panicked or the time limit has passed
+ * without it settling. Then the wonnx instance is dropped, so that the next session
+ * loads a fresh one, and what `promise` may still bring is handed to `late`.
+ * @template T
+ * @param {Promise<T>} promise @param {string} what @param {(value: T) => void} late
+ * @returns {Promise<T>}
+ */
+function guarded(promise, what, late) {
+  const seconds = timeLimitS();
+  /** @type {ReturnType<typeof setTimeout>|undefined} */
+  let timer;
+  /** @type {(err: any) => void} */
+  let fail = () => {};
+  const failed = new Promise((_, reject) => {
+    fail = (err) => {
+      promise.then(late, () => {});
+      reject(err);
+    };
+    timer = setTimeout(() => {
+      loaded = null;
+      fail(new BridgeError('EngineHung', `wonnx did not finish ${what} within ${seconds} s: it hangs on some models (see Known upstream problems); the next wonnx session starts on a fresh instance of the engine (globalThis.ortwebConfig.wonnxTimeLimitS sets the limit)`));
+    }, seconds * 1000);
+  });
+  if (!pending.size) watchTraps(true);
+  pending.add(fail);
+  return /** @type {Promise<T>} */ (Promise.race([promise, failed]).finally(() => {
+    clearTimeout(timer);
+    pending.delete(fail);
+    if (!pending.size) watchTraps(false);
+  }));
 }
 
 /** @param {unknown} err wonnx's SessionError, or anything else thrown */
@@ -68,6 +165,8 @@ class WonnxSession {
     this.session = session;
     this.inputs = inputs;
     this.outputs = outputs;
+    /** Why this session cannot run any more (a run that hung or panicked), or ''. */
+    this.broken = '';
   }
 
   /**
@@ -75,8 +174,10 @@ class WonnxSession {
    * @param {import('./engines.js').FetchSpec[]} fetches
    */
   async run(feeds, fetches) {
+    if (this.broken) throw new BridgeError('EngineError', `this wonnx session failed in an earlier run (${this.broken}); create a new session`);
     const input = new this.wonnx.Input();
     let result;
+    let abandoned = false;
     try {
       for (const feed of feeds) {
         if (feed.value !== undefined && feed.value !== null) {
@@ -88,12 +189,19 @@ class WonnxSession {
         input.insert(feed.name, feed.data);
       }
       try {
-        result = await this.session.run(input);
+        result = await guarded(this.session.run(input), 'a run', () => input.free());
       } catch (err) {
+        if (err instanceof BridgeError) {
+          // It hung or panicked: wonnx still holds the input and the session, and both
+          // go with the instance.
+          abandoned = true;
+          this.broken = err.message;
+          throw err;
+        }
         throw new BridgeError('EngineError', `wonnx: ${messageOf(err)}`);
       }
     } finally {
-      input.free();
+      if (!abandoned) input.free();
     }
     return fetches.map((f) => {
       if (f.value !== null && f.value !== undefined) {
@@ -107,7 +215,9 @@ class WonnxSession {
   }
 
   async release() {
-    this.session?.free();
+    // A session that hung or panicked is left to its abandoned instance: freeing it there, in the
+    // middle of its run, would break that instance's memory for nothing.
+    if (!this.broken) this.session?.free();
     this.session = null;
   }
 }
@@ -133,8 +243,10 @@ export async function create(bytes, _provider, options, _epOptions, engineFiles)
   }
   let session;
   try {
-    session = await wonnx.Session.fromBytes(bytes);
+    session = await guarded(wonnx.Session.fromBytes(bytes), 'loading the model',
+      (late) => late?.free());
   } catch (err) {
+    if (err instanceof BridgeError) throw err;
     throw new BridgeError('EngineError', `wonnx could not load the model: ${messageOf(err)}`);
   }
   return new WonnxSession(wonnx, session, graph.inputs, graph.outputs);

@@ -84,6 +84,19 @@ def _int64_model() -> bytes:
     return model.SerializeToString()
 
 
+def _dropout_ratio_model() -> bytes:
+    """``Dropout(x, ratio)``, opset 22, as the node suite's ``test_dropout_default_ratio``:
+    wonnx 0.5.1 never finishes loading it (Known upstream problems)."""
+    graph = helper.make_graph(
+        [helper.make_node("Dropout", ["x", "r"], ["y"], seed=0)], "dropout_ratio",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5]),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4, 5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
 @pytest.fixture(scope="module")
 def models(ortweb_module_page):
     made = {
@@ -95,6 +108,7 @@ def models(ortweb_module_page):
         "static_undeclared": _undeclared(_static_dense()),
         "dynamic_k": _dynamic_k_model(),
         "int64": _int64_model(),
+        "dropout_ratio": _dropout_ratio_model(),
     }
     return {name: (ortweb_module_page.put_file(f"{name}.onnx", data), data)
             for name, data in made.items()}
@@ -243,6 +257,63 @@ def test_a_run_tract_fails_is_a_named_error_and_the_session_runs_again(ortweb_pa
     assert failed is not None and failed[0] == "OrtRuntimeError" and "tract" in failed[1], failed
     np.testing.assert_allclose(good, run_native(data, {"x": np.ones((2, 4), np.float32)})["y"],
                                rtol=1e-6)
+
+
+@run_in_browser
+async def _wonnx_limit(ortweb_page, seconds):
+    """Set (or, with None, drop) the page's ``ortwebConfig.wonnxTimeLimitS``."""
+    import js
+
+    config = getattr(js.globalThis, "ortwebConfig", None)
+    if config is None:
+        js.globalThis.ortwebConfig = config = js.Object.new()
+    if seconds is None:
+        js.Reflect.deleteProperty(config, "wonnxTimeLimitS")
+    else:
+        config.wonnxTimeLimitS = seconds
+
+
+@pytest.mark.webgpu
+def test_a_model_wonnx_panics_on_is_a_named_error_and_the_next_session_runs(ortweb_page, models):
+    """A panic inside wonnx traps in a task of its own and left the call waiting for
+    ever, and every later session of that instance too: now the call fails at once
+    naming wonnx, the policy falls back where it allows, the page sees no uncaught
+    error, and the next wonnx session runs on a fresh instance."""
+    path, data = models["dropout_ratio"]
+    feeds = {"x": np.random.default_rng(4).standard_normal((3, 4, 5), dtype=np.float32),
+             "r": np.array(0.1, np.float32)}
+    trust = {"wonnx": ["Dropout"]}
+    two, two_feeds = models["two"], {"x": np.ones((2, 2), np.float32)}
+    alone = _run(ortweb_page, path, None, feeds, policy={"require": "wonnx", "trust": trust})
+    assert alone.get("error") in ("OrtRuntimeError", "ProviderUnavailable"), alone
+    assert "wonnx panicked" in alone["message"], alone
+    good = _run(ortweb_page, two[0], ["wonnx"], two_feeds)
+    assert good.get("provider") == "wonnx", good
+    _equal_to_native(good, two[1], two_feeds)
+    fell_back = _run(ortweb_page, path, None, feeds,
+                     policy={"order": ["wonnx", "wasm"], "trust": trust})
+    assert fell_back.get("provider") == "wasm", fell_back
+    assert "wonnx panicked" in fell_back["report"], fell_back["report"]
+    _equal_to_native(fell_back, data, feeds)
+
+
+@pytest.mark.webgpu
+def test_a_wonnx_call_past_its_time_limit_is_a_named_error_and_the_next_session_runs(
+        ortweb_page, models):
+    """wonnx never settles on some models without a panic either: past the time limit
+    (here shortened so that a good model's load outlasts it) the call fails naming
+    wonnx and the limit, and the next session runs on a fresh instance."""
+    two, two_feeds = models["two"], {"x": np.ones((2, 2), np.float32)}
+    _wonnx_limit(ortweb_page, 0.001)
+    try:
+        late = _run(ortweb_page, two[0], ["wonnx"], two_feeds)
+    finally:
+        _wonnx_limit(ortweb_page, None)
+    assert late.get("error") in ("OrtRuntimeError", "ProviderUnavailable"), late
+    assert "wonnx did not finish loading the model within 0.001 s" in late["message"], late
+    good = _run(ortweb_page, two[0], ["wonnx"], two_feeds)
+    assert good.get("provider") == "wonnx", good
+    _equal_to_native(good, two[1], two_feeds)
 
 
 @run_in_browser
