@@ -49,9 +49,10 @@ class Plan:
     harness_reps: int = 3
     harness_tests: int = 40
     harness_fresh: int = 5
-    #: The engines section: rounds, runs per block, the node cases each engine runs
-    #: (a regular expression; None: all 1,884) and the seconds without progress after
-    #: which a page counts as hung (wonnx hangs on some ops).
+    #: The engines section: rounds, runs a side of a round at most, the node cases each
+    #: engine runs (a regular expression; None: all 1,884) and the seconds without
+    #: progress after which a page counts as hung (above wonnx's own time limit,
+    #: ``bridge_js/wonnx_session.js``, so that a wonnx call past it fails alone).
     engines_pairs: int = 8
     engines_k: int = 50
     engines_node_filter: str | None = None
