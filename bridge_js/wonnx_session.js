@@ -54,7 +54,7 @@ function loadWonnx() {
  * hung leaves every later session of that instance hanging too. A page may set
  * `globalThis.ortwebConfig = {wonnxTimeLimitS: ...}`.
  */
-export const TIME_LIMIT_S = 30;
+const TIME_LIMIT_S = 30;
 
 /** The time limit in force: the page's `ortwebConfig.wonnxTimeLimitS`, or {@link TIME_LIMIT_S}. */
 function timeLimitS() {
@@ -215,8 +215,8 @@ class WonnxSession {
   }
 
   async release() {
-    // A session that hung or panicked is left to its abandoned instance: freeing it there, in the
-    // middle of its run, would break that instance's memory for nothing.
+    // A session that hung or panicked is left to its abandoned instance: freeing it
+    // there, in the middle of its run, would break that instance's memory for nothing.
     if (!this.broken) this.session?.free();
     this.session = null;
   }
