@@ -190,6 +190,23 @@ def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteSite]:
         yield LiteSite(out, done.stdout, server)
 
 
+def _run_all(page: Any, deadline: float) -> None:
+    """Run > Run All Cells, once JupyterLab enables it: a click on the item while it is
+    still disabled (a notebook not ready yet, on a busy host) does nothing."""
+    item = page.locator(".lm-Menu-item", has_text="Run All Cells").first
+    while True:
+        page.locator(".jp-Notebook").first.click()
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        item.wait_for()
+        if "lm-mod-disabled" not in (item.get_attribute("class") or ""):
+            item.click()
+            return
+        page.keyboard.press("Escape")
+        if time.monotonic() > deadline:
+            pytest.fail("JupyterLab's Run All Cells stayed disabled")
+        time.sleep(1.0)
+
+
 def run_notebook(browser: Browser, base_url: str, name: str) -> NotebookRun:
     """Open ``name`` in JupyterLab, run all cells, wait for each prompt, read the DOM."""
     context = browser._browser.new_context()
@@ -210,16 +227,16 @@ def run_notebook(browser: Browser, base_url: str, name: str) -> NotebookRun:
         context.on("request", lambda r: requests.append(r.url))
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))
+        console: list[str] = []
+        page.on("console", lambda m: console.append(f"[{m.type}] {m.text}"))
         start = time.monotonic()
         page.goto(f"{base_url}lab/index.html?path={name}")
         page.locator(".jp-Notebook .jp-CodeCell").first.wait_for(timeout=120_000)
         # Run All as a person would; the kernel's idle indicator says nothing about
         # readiness, so the prompts are what is waited on.
-        page.locator(".jp-Notebook").first.click()
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
-        first_result = None
         deadline = start + NOTEBOOK_TIMEOUT_S
+        _run_all(page, deadline)
+        first_result = None
         while True:
             cells = page.evaluate(_READ_CELLS)
             done = [bool(re.fullmatch(r"\[\d+\]:", c["prompt"])) for c in cells]
@@ -234,8 +251,13 @@ def run_notebook(browser: Browser, base_url: str, name: str) -> NotebookRun:
                 break
             if time.monotonic() > deadline:
                 prompts = [c["prompt"] for c in cells]
+                # What JupyterLab showed (a dialog, the kernel's state) and said.
+                shot = Path(os.environ.get("TMPDIR", "/tmp")) / f"ortweb-lite-{name}.png"
+                page.screenshot(path=str(shot))
+                dialogs = page.locator(".jp-Dialog").all_inner_texts()
                 pytest.fail(f"{name}: cells not done after {NOTEBOOK_TIMEOUT_S}s: {prompts}; "
-                            f"page errors {errors}")
+                            f"page errors {errors}; dialogs {dialogs}; last console lines "
+                            f"{console[-20:]}; screenshot {shot}")
             time.sleep(0.25)
         assert first_result is not None
         return NotebookRun(cells, first_result, time.monotonic() - start, requests, blocked,
