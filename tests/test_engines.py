@@ -86,7 +86,7 @@ def _int64_model() -> bytes:
 
 def _dropout_ratio_model() -> bytes:
     """``Dropout(x, ratio)``, opset 22, as the node suite's ``test_dropout_default_ratio``:
-    wonnx 0.5.1 never finishes loading it (Known upstream problems)."""
+    wonnx 0.5.1 panics while loading it (Known upstream problems)."""
     graph = helper.make_graph(
         [helper.make_node("Dropout", ["x", "r"], ["y"], seed=0)], "dropout_ratio",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5]),

@@ -72,8 +72,8 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                           threads=1, warm_up_s=plan.warm_up_s)
         try:
             ready: list[tuple[str, str]] = []
-            k_of: dict[tuple[str, str], int] = {}
-            block_of: dict[tuple[str, str], int] = {}
+            #: Each pair's runs a side and runs a block.
+            sizes: dict[tuple[str, str], tuple[int, int]] = {}
             for engine in ENGINE_NAMES:
                 for model in ENGINE_MODELS:
                     opened = call(page, f"await bench_engine_open({engine!r}, {model!r})")
@@ -89,8 +89,7 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
                     ready.append((engine, model))
                     run_ms = max(float(opened["run_ms"]), 1e-3)
                     k = min(plan.engines_k, max(5, round(ROUND_MS / run_ms)))
-                    k_of[(engine, model)] = k
-                    block_of[(engine, model)] = max(1, min(k, round(BLOCK_MS / run_ms)))
+                    sizes[(engine, model)] = k, max(1, min(k, round(BLOCK_MS / run_ms)))
             say(f"bench: engines: {plan.engines_pairs} rounds on {len(ready)} engine/model "
                 "pairs, ortweb against each engine's own JS call")
             py: dict[tuple[str, str], list[float]] = {pair: [] for pair in ready}
@@ -99,14 +98,15 @@ def engines(runtime: Runtime, plan: Plan, rec: Recorder, say: Say,
             for i in range(plan.engines_pairs):
                 shift = i % max(1, len(ready))
                 for engine, model in ready[shift:] + ready[:shift]:
-                    k = k_of[(engine, model)]
+                    k, block = sizes[(engine, model)]
                     out = call(page, f"await bench_engine({engine!r}, {model!r}, {k}, "
-                                     f"{alternate(i)!r}, {block_of[(engine, model)]})")
+                                     f"{alternate(i)!r}, {block})")
                     py[(engine, model)].append(out["py_ms"])
-                    notes.setdefault("engine_blocks", {})[f"{engine}/{model}"] = {
-                        "runs": k, "block": block_of[(engine, model)], "blocks": out["blocks"]}
                     js[(engine, model)].append(out["js_ms"])
-                if ("tract", "tiny") in k_of:
+                    # The page's own count, the same every round.
+                    notes.setdefault("engine_blocks", {})[f"{engine}/{model}"] = {
+                        "runs": k, "block": block, "blocks": out["blocks"]}
+                if ("tract", "tiny") in sizes:
                     hop.append(call(page, f"await bench_worker_hop('tiny', {plan.engines_k})"))
             if hop:
                 rec.add("engine_tract_worker_hop_ms", hop)

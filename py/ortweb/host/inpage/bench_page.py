@@ -270,6 +270,7 @@ async def bench_engine(provider, key, k, first, block):
     ``block`` runs, the sides taking turns block by block (py js js py ...: whichever
     goes first alternates), so that a change in the host's load falls on both."""
     sess, _, x, _ = _state[(provider, key)]
+    runs = {"py": lambda n: _py_runs(sess, x, n), "js": lambda n: _plain_runs(provider, key, n)}
     total = {"py": 0.0, "js": 0.0}
     order = ["py", "js"] if first == "py" else ["js", "py"]
     done = blocks = 0
@@ -277,10 +278,7 @@ async def bench_engine(provider, key, k, first, block):
         n = min(block, k - done)
         blocks += 1
         for side in order:
-            if side == "py":
-                total["py"] += await _py_runs(sess, x, n) * n
-            else:
-                total["js"] += await _plain_runs(provider, key, n) * n
+            total[side] += await runs[side](n) * n
         order.reverse()
         done += n
     return json.dumps({"py_ms": total["py"] / k, "js_ms": total["js"] / k, "blocks": blocks})
