@@ -178,7 +178,7 @@ _FIRST_RESULT: Final = "() => window.digits && window.digits.firstResultMs"
 def measure_first_visit(check: DemoCheck, url: str, browser: Browser) -> None:
     """Fill ``check``'s first-visit figures: fresh contexts over loopback and on the
     ``broadband`` profile of ``ortweb bench --sections network``."""
-    from ..bench.network import PROFILES, first_visit
+    from ..bench.network import PROFILES, first_visit, on_the_link
 
     if browser.remote:
         # A browser elsewhere reaches the server only through a router, which would
@@ -186,7 +186,10 @@ def measure_first_visit(check: DemoCheck, url: str, browser: Browser) -> None:
         check.network_skipped = "the browser is elsewhere"
         return
     loopback = first_visit(browser, url, PROFILES["loopback"], _FIRST_RESULT)
-    broadband = first_visit(browser, url, PROFILES["broadband"], _FIRST_RESULT)
+    # A visit some of whose files beat the link was not made on it: made again.
+    broadband = on_the_link(
+        lambda: first_visit(browser, url, PROFILES["broadband"], _FIRST_RESULT),
+        PROFILES["broadband"], [])
     check.loopback_first_result_ms = loopback["s"] * 1000
     check.broadband_first_result_ms = broadband["s"] * 1000
     check.first_visit_bytes = int(broadband["bytes"])
