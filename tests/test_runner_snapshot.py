@@ -16,15 +16,28 @@ from ortweb.host.build.pyodide_snapshot import snapshot_id
 from ortweb.host.build.runner_snapshot import SNAPSHOT_PREFIX, runner_imports
 from ortweb.host.serve import StaticServer
 
-# What a test needs to know of a page's interpreter: it works, and is its own.
+# What a test needs to know of a page's interpreter: it works, and is its own; and the
+# PEP 552 flags of the .pyc numpy's modules were imported from (-1: none).
 _STATE = """
 import json, os, random, sys, time
 import numpy as np
 import ortweb
+
+def pyc_flags(name):
+    try:
+        with open(sys.modules[name].__spec__.cached, "rb") as f:
+            return int.from_bytes(f.read()[4:8], "little")
+    except OSError:
+        return -1
+
 json.dumps({"random": random.random(), "lang": os.environ.get("LANG"),
             "tz": list(time.tzname), "np": float(np.arange(4).sum()),
-            "ortweb": ortweb.__version__, "json_preloaded": "json" in sys.modules})
+            "ortweb": ortweb.__version__, "json_preloaded": "json" in sys.modules,
+            "numpy_pyc": [pyc_flags(n) for n in ("numpy", "numpy._core.numeric",
+                                                   "numpy.linalg")]})
 """
+#: PEP 552 flags: hash-based, source not checked (the bytecode made at build time).
+_UNCHECKED_HASH = 0b01
 
 
 def test_runner_imports_are_the_standard_library_modules_ortweb_names() -> None:
@@ -44,6 +57,7 @@ def test_pages_boot_from_the_snapshot_as_a_fresh_boot_would(ortweb_runtime: Runt
     assert made.path is not None, made.reason
     about = json.loads((made.path / "snapshot.json").read_text())
     assert (made.path / about["file"]).is_file()
+    assert about["bytecode"] and (made.path / about["bytecode"]).is_file(), about
     states = {}
     for name, snapshot in [("a", True), ("b", True), ("fresh", False)]:
         with ortweb_runtime.new_page(snapshot=snapshot) as page:
@@ -55,6 +69,9 @@ def test_pages_boot_from_the_snapshot_as_a_fresh_boot_would(ortweb_runtime: Runt
     assert a["random"] != b["random"]
     for key in ("lang", "tz", "np", "ortweb"):
         assert a[key] == fresh[key], (key, a, fresh)
+    # numpy comes from the bytecode made with the snapshot; a plain boot compiles it.
+    assert a["numpy_pyc"] == b["numpy_pyc"] == [_UNCHECKED_HASH] * 3, (a, b)
+    assert _UNCHECKED_HASH not in fresh["numpy_pyc"], fresh
 
 
 @pytest.mark.browser

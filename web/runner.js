@@ -42,22 +42,42 @@ async function underAssetCache() {
 }
 
 /**
- * The interpreter's memory snapshot the host made for these pages (see
- * `ortweb.host.build.runner_snapshot`), or null: none offered (`?snapshot=0`, or the
- * server has none), or this browser's JSPI differs from the one it was made with.
- * @returns {Promise<Uint8Array|null>}
+ * What the host made for these pages (see `ortweb.host.build.runner_snapshot`): the
+ * interpreter's memory snapshot (null when this browser's JSPI differs from the one it
+ * was made with) and numpy's bytecode (null when none was made), each a promise; null
+ * when none is offered (`?snapshot=0`, a plain boot, or the server has none).
+ * @returns {Promise<{snapshot: Promise<Uint8Array|null>, bytecode: Promise<Uint8Array|null>}|null>}
  */
-async function runnerSnapshot() {
+async function runnerMade() {
   if (params.get('snapshot') === '0') return null;
   const base = new URL('../snapshot/', import.meta.url).href;
   const about = await fetch(base + 'snapshot.json');
   if (!about.ok) return null;
-  const { jspi, file } = await about.json();
-  if (!(jspi in WebAssembly)) return null;
-  const response = await fetch(base + file);
-  if (!response.ok || !response.body) return null;
-  const unzipped = response.body.pipeThrough(new DecompressionStream('gzip'));
-  return new Uint8Array(await new Response(unzipped).arrayBuffer());
+  const { jspi, file, bytecode } = await about.json();
+  const read = async (/** @type {string} */ name, /** @type {boolean} */ gzipped) => {
+    const response = await fetch(base + name);
+    if (!response.ok || !response.body) return null;
+    const body = gzipped ? response.body.pipeThrough(new DecompressionStream('gzip')) : response.body;
+    return new Uint8Array(await new Response(body).arrayBuffer());
+  };
+  return {
+    snapshot: jspi in WebAssembly ? read(file, true) : Promise.resolve(null),
+    bytecode: bytecode ? read(bytecode, false) : Promise.resolve(null),
+  };
+}
+
+/**
+ * Put numpy's bytecode beside its source (`__pycache__/*.pyc`, unchecked-hash, as a
+ * site's python.js does), so that importing it compiles nothing. One that does not
+ * unpack only costs the compile: said on the console.
+ * @param {Uint8Array} bytes a zip of files named by their path from `/`
+ */
+function unpackBytecode(bytes) {
+  try {
+    pyodide.unpackArchive(bytes, 'zip', { extractDir: '/' });
+  } catch (err) {
+    console.warn('ortweb: numpy\'s bytecode did not unpack; Python compiles its source', err);
+  }
 }
 
 w.ortwebReady = (async () => {
@@ -72,7 +92,15 @@ w.ortwebReady = (async () => {
     };
     /** @type {'snapshot'|'fresh'} */
     let bootedFrom = 'fresh';
-    const snapshot = await runnerSnapshot().catch((err) => {
+    const made = await runnerMade().catch((err) => {
+      console.warn('ortweb: the runner snapshot could not be read; booting Pyodide as usual', err);
+      return null;
+    });
+    const bytecode = made?.bytecode.catch((err) => {
+      console.warn('ortweb: numpy\'s bytecode could not be read; Python compiles its source', err);
+      return null;
+    });
+    const snapshot = await made?.snapshot.catch((err) => {
       console.warn('ortweb: the runner snapshot could not be read; booting Pyodide as usual', err);
       return null;
     });
@@ -85,6 +113,8 @@ w.ortwebReady = (async () => {
       }
     }
     pyodide ??= await bootPyodide(boot);
+    const bytes = await bytecode;
+    if (bytes) unpackBytecode(bytes);
     w.pyodide = pyodide;
     status.textContent = 'ready';
     return { ok: true, bootedFrom };

@@ -87,8 +87,9 @@ class PyodidePage:
         cold page timed against its anchor fetches everything, as the anchor does.
     snapshot : bool
         True (default): Pyodide's interpreter is restored from the snapshot the server
-        offers, where it has one (:mod:`ortweb.host.build.runner_snapshot`); False:
-        it starts as usual. :attr:`booted_from` says which it was.
+        offers, where it has one, and numpy's bytecode beside it is used
+        (:mod:`ortweb.host.build.runner_snapshot`); False: it starts as usual, numpy
+        compiled on import. :attr:`booted_from` says which it was.
     """
 
     def __init__(

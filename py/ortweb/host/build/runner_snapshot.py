@@ -7,12 +7,18 @@ snapshot instead of initialising Python, as a site's pages do
 numpy and ortweb import, already imported; numpy and ortweb themselves load as usual
 (Pyodide 0.27.7 cannot snapshot packages with shared libraries).
 
+Beside it, numpy's bytecode (:mod:`.pyodide_bytecode`, as a site ships it): unpacked
+beside numpy's sources once the packages load, so that ``import numpy`` compiles
+nothing. ortweb's own is not made: its wheel changes with each edit.
+
 The snapshot is made once per key (:func:`~.pyodide_snapshot.snapshot_id`: Pyodide's
-core files, numpy's wheel and the list of modules) and kept under
-``build/snapshots/``; the folder :func:`runner_snapshot` gives holds it with a
-``snapshot.json`` that tells the page its file and JSPI API. The key does not hold
-ortweb's own wheel, so editing ortweb only makes a new snapshot when the set of
-standard-library modules it imports changes.
+core files, numpy's wheel and the list of modules), the bytecode once per
+:func:`~.pyodide_bytecode.bytecode_id`, both kept under ``build/snapshots/``; the
+folder :func:`runner_snapshot` gives holds them with a ``snapshot.json`` that tells the
+page their files and the JSPI API. The keys do not hold ortweb's own wheel, so editing
+ortweb only makes a new snapshot when the set of standard-library modules it imports
+changes. Without bytecode (none could be made) the folder still holds the snapshot,
+and ``snapshot.json`` says why there is none.
 
 A page boots as usual when there is none (no Chromium could make it, or
 ``ORTWEB_SNAPSHOT=0``), when it is asked for a fresh boot (``?snapshot=0``,
@@ -22,12 +28,16 @@ JSPI differs, or when the snapshot fails to restore (said on the console).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from .offline_packages import PackageError
+from .pyodide_bytecode import bytecode_id, make_bytecode
 from .pyodide_snapshot import JSPI, Snapshot, make_snapshot, module_imports, snapshot_id
 from .wheel import compat_files, runtime_files
 
@@ -45,6 +55,8 @@ __all__ = ["SNAPSHOT_PREFIX", "runner_imports", "runner_snapshot"]
 SNAPSHOT_PREFIX: Final = "/snapshot/"
 #: The snapshot's name in that folder.
 _FILE: Final = "pyodide.snapshot.gz"
+#: The bytecode's name in that folder.
+_BYTECODE: Final = "bytecode.zip"
 #: The Pyodide packages every runner page loads (``bootPyodide``'s default, without
 #: ortweb, whose wheel changes with each edit).
 _PACKAGES: Final = ("numpy",)
@@ -74,9 +86,11 @@ def runner_snapshot(assets: Assets) -> Snapshot:
     cache = assets.root / "build" / "snapshots"
     try:
         key = snapshot_id(assets.pyodide, _PACKAGES, imports)
-    except (OSError, ValueError, KeyError) as exc:
+        both = hashlib.sha256(f"{key} {bytecode_id(assets.pyodide, list(_PACKAGES))}"
+                              .encode()).hexdigest()
+    except (OSError, ValueError, KeyError, PackageError) as exc:
         return Snapshot(None, f"Pyodide's folder is not whole: {exc}")
-    folder = cache / f"runner-{key[:16]}"
+    folder = cache / f"runner-{both[:16]}"
     if (folder / "snapshot.json").is_file():
         return Snapshot(folder)
     cache.mkdir(parents=True, exist_ok=True)
@@ -88,14 +102,24 @@ def runner_snapshot(assets: Assets) -> Snapshot:
         made = make_snapshot(assets.pyodide, cache, packages=_PACKAGES, imports=imports)
         if made.path is None:
             return made
+        bytecode = make_bytecode(assets.pyodide, list(_PACKAGES), cache)
         making = folder.with_name(folder.name + ".making")
         shutil.rmtree(making, ignore_errors=True)
         making.mkdir()
-        try:
-            os.link(made.path, making / _FILE)
-        except OSError:
-            shutil.copyfile(made.path, making / _FILE)
-        (making / "snapshot.json").write_text(json.dumps({"file": _FILE, "jspi": JSPI,
-                                                          "key": key}))
+        _place(made.path, making / _FILE)
+        about = {"file": _FILE, "jspi": JSPI, "key": key, "bytecode": None,
+                 "bytecode_reason": bytecode.reason}
+        if bytecode.path is not None:
+            _place(bytecode.path, making / _BYTECODE)
+            about["bytecode"] = _BYTECODE
+        (making / "snapshot.json").write_text(json.dumps(about))
         making.rename(folder)
     return Snapshot(folder)
+
+
+def _place(made: Path, to: Path) -> None:
+    """A kept file in the served folder: linked where the file system allows."""
+    try:
+        os.link(made, to)
+    except OSError:
+        shutil.copyfile(made, to)
