@@ -26,9 +26,9 @@ given the same conditions before it runs. The service worker needs its own: a pa
 conditions do not reach the requests it makes (measured: a 2.5 MB fetch through it took
 0.03 s on the ``mobile`` profile, 2.5 s once attached). Even so, on a busy host a
 service worker was seen fetching a few large files at loopback speed, as if its
-conditions had reached it late (Development page, the fresh-clone runs): every response of 64
-kB or more is checked to have taken at least nine tenths of what the profile's download
-rate allows, and a visit where one did not is made again in a fresh context
+conditions had reached it late (Development page, the fresh-clone runs): every response
+of 64 kB or more is checked to have taken at least nine tenths of what the profile's
+download rate allows, and a visit where one did not is made again in a fresh context
 (:func:`on_the_link`, :data:`TRIES` visits at most; the notes' ``network.redone`` lists
 each, with those responses and the targets attached already running). The visit kept
 counts its own in ``net_unthrottled_requests`` (0 when every response took its time; the
@@ -384,9 +384,9 @@ def on_the_link(visit: Callable[[], dict[str, Any]], profile: Profile,
                 redone: list[dict[str, Any]]) -> dict[str, Any]:
     """``visit()``, made again in a fresh context while a response beat ``profile``'s link.
 
-    Chromium applies a target's conditions to the requests it sees after they are set,
-    and on a busy host a service worker has been seen fetching before they reached it
-    (a few responses of one visit at loopback speed). Such a visit was not made on the
+    A target's conditions throttle the requests made once they are set, and on a busy
+    host a service worker has been seen fetching as if they had reached it late (a few
+    responses of one visit at loopback speed). Such a visit was not made on the
     link: it is made again, up to :data:`TRIES` times in all; the last one is kept as it
     is, so a realm the conditions never reach still shows in
     ``net_unthrottled_requests``.
