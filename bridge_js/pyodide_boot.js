@@ -80,6 +80,22 @@ export async function bootPyodide(options) {
   return pyodide;
 }
 
+/**
+ * Put packages' bytecode beside their source (`__pycache__/*.pyc`, unchecked-hash:
+ * imported without comparing timestamps), so that importing them compiles nothing
+ * (a site's, or the runner pages' numpy). One that does not unpack only costs the
+ * compile: said on the console.
+ * @param {any} pyodide
+ * @param {Uint8Array} bytes a zip of files named by their path from `/`
+ */
+export function unpackBytecode(pyodide, bytes) {
+  try {
+    pyodide.unpackArchive(bytes, 'zip', { extractDir: '/' });
+  } catch (err) {
+    console.warn('ortweb: the packages\' bytecode did not unpack; Python compiles their source', err);
+  }
+}
+
 /** `makeMemorySnapshot`'s first word (Pyodide 0.27.7's snapshot.ts). */
 const SNAPSHOT_MAGIC = 1886286592;
 const WASM_PAGE = 65536;

@@ -7,7 +7,7 @@
  */
 import { printTagged } from '../bridge/console_tag.js';
 import { installBridge } from '../bridge/index.js';
-import { bootPyodide } from '../bridge/pyodide_boot.js';
+import { bootPyodide, unpackBytecode } from '../bridge/pyodide_boot.js';
 
 const params = new URLSearchParams(location.search);
 const providers = params.get('providers');
@@ -66,20 +66,6 @@ async function runnerMade() {
   };
 }
 
-/**
- * Put numpy's bytecode beside its source (`__pycache__/*.pyc`, unchecked-hash, as a
- * site's python.js does), so that importing it compiles nothing. One that does not
- * unpack only costs the compile: said on the console.
- * @param {Uint8Array} bytes a zip of files named by their path from `/`
- */
-function unpackBytecode(bytes) {
-  try {
-    pyodide.unpackArchive(bytes, 'zip', { extractDir: '/' });
-  } catch (err) {
-    console.warn('ortweb: numpy\'s bytecode did not unpack; Python compiles its source', err);
-  }
-}
-
 w.ortwebReady = (async () => {
   try {
     if (params.get('assetCache') === 'sw') await underAssetCache();
@@ -114,7 +100,7 @@ w.ortwebReady = (async () => {
     }
     pyodide ??= await bootPyodide(boot);
     const bytes = await bytecode;
-    if (bytes) unpackBytecode(bytes);
+    if (bytes) unpackBytecode(pyodide, bytes);
     w.pyodide = pyodide;
     status.textContent = 'ready';
     return { ok: true, bootedFrom };

@@ -8,7 +8,7 @@
  * @module python
  */
 import { installBridge } from './bridge/index.js';
-import { bootPyodide } from './bridge/pyodide_boot.js';
+import { bootPyodide, unpackBytecode } from './bridge/pyodide_boot.js';
 import { BUILDS, buildFiles } from './bridge/runtime.js';
 import { firstBuild } from './bridge/sessions.js';
 import { unpackWith } from './unpacked.js';
@@ -237,21 +237,6 @@ export async function startPython(config, loader, io, options = {}) {
      */
     call: (name, args) => runnerCall(name, args),
   };
-}
-
-/**
- * Put the packages' bytecode beside their source (`__pycache__/*.pyc`, unchecked-hash:
- * imported without comparing timestamps), so that importing them compiles nothing.
- * One that does not unpack only costs the compile: said on the console.
- * @param {any} pyodide
- * @param {Uint8Array} bytes a zip of files named by their path from `/`
- */
-function unpackBytecode(pyodide, bytes) {
-  try {
-    pyodide.unpackArchive(bytes, 'zip', { extractDir: '/' });
-  } catch (err) {
-    console.warn('ortweb: the packages\' bytecode did not unpack; Python compiles their source', err);
-  }
 }
 
 /**
