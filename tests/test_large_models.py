@@ -133,21 +133,25 @@ async def _refused_then_usable(ortweb_page, url, small):
     except ortweb.ModelTooLarge as exc:
         got = (type(exc).__name__, str(exc), exc.limit, exc.size)
     heap = ortweb.memory_info()["wasm_bytes"]
+    # Every request the page made for this model's data file (fetch()'s resource timing).
+    data = js.location.origin + url.removesuffix("model.onnx") + "model.onnx.data"
+    asked = [e.name for e in js.performance.getEntriesByType("resource") if e.name == data]
     sess = await ortweb.InferenceSession.create(small, providers=["wasm"])
     (y,) = await sess.run_async(None, {"x": np.ones((1, 8), np.float32)})
     await sess.close_async()
-    return got, heap, y.shape
+    return got, heap, asked, y.shape
 
 
 @pytest.mark.browser
 def test_over_the_wasm_heap_by_url_is_refused_before_loading(ortweb_page, over_limit):
-    got, heap, shape = _refused_then_usable(ortweb_page, over_limit, matmul_relu_model(8))
+    got, heap, asked, shape = _refused_then_usable(ortweb_page, over_limit, matmul_relu_model(8))
     assert got is not None, "a 4.5 GiB model was not refused"
     name, text, limit, size = got
     assert name == "ModelTooLarge" and limit == 4 * GiB and size > 4.5 * GiB
     for words in ("4.50 GiB", "'model.onnx.data'", "4.00 GiB", "wasm32"):
         assert words in text, (words, text)
     assert heap < 1 * GiB  # nothing was fetched into the page
+    assert asked == [], f"the 4.5 GiB data file was downloaded before the refusal: {asked}"
     assert shape == (1, 8)  # and the page runs a model afterwards
 
 

@@ -173,13 +173,13 @@ class InferenceSession(SessionBase):
             nbytes = len(model) if isinstance(model, bytes) else model.nbytes
             check_model_size(nbytes, what)
             parsed = read_model(model)
+            # Sizes from the model's own description: refused before any file is fetched.
+            sizes = model_sizes(nbytes, parsed)
+            plan = fit_plan(plan, sizes, what)
             self._external = await resolve_external_data(
                 parsed, path_or_bytes, external_data, what,
                 cache=self._cache, progress=reporter,
             )
-            # Sizes from the model's own description, before any byte reaches ORT-web.
-            sizes = model_sizes(nbytes, parsed)
-            plan = fit_plan(plan, sizes, what)
             overrides = self._options.free_dimension_overrides
             plan = fit_engines(plan, parsed, overrides, what)
             plan, verifier = await plan_verify(plan, model)
