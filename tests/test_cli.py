@@ -40,6 +40,17 @@ def test_version():
     assert "Chromium" in lines["chromium"]
 
 
+def test_the_parser_loads_no_model_or_browser_library():
+    # Every command pays for what building the parser imports, before it starts.
+    code = ("import sys; from ortweb.cli import _parser; _parser(); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'onnx', 'onnxruntime', 'playwright', 'jinja2'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 def test_usage_errors_exit_2(tmp_path):
     missing = ortweb("run", str(tmp_path / "missing.onnx"))
     assert missing.returncode == 2 and "not found" in missing.stderr

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ortweb.host.browser import Runtime
-from ortweb.host.build.assets import find_assets
+from ortweb.host.build import runner_snapshot as runner_snapshot_module
+from ortweb.host.build.assets import Assets, find_assets
 from ortweb.host.build.pyodide_snapshot import snapshot_id
 from ortweb.host.build.runner_snapshot import SNAPSHOT_PREFIX, runner_imports
 from ortweb.host.serve import StaticServer
@@ -49,6 +50,32 @@ def test_runner_imports_are_the_standard_library_modules_ortweb_names() -> None:
     pyodide = assets.pyodide
     assert snapshot_id(pyodide, ["numpy"], names) != snapshot_id(pyodide, ["numpy"],
                                                                 [*names, "zipfile"])
+
+
+def test_runner_imports_are_kept_until_a_source_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = find_assets()
+    root = tmp_path / "root"
+    for part in (real.package_dir, real.compat_dir):
+        shutil.copytree(part, root / part.relative_to(real.root),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    assets, cache = Assets(root), tmp_path / "cache"
+    first = runner_imports(assets, cache)
+    assert first == runner_imports(real) and "zipfile" not in first
+    parsed: list[str] = []
+
+    def parse(source: str) -> list[str]:
+        parsed.append(source)
+        return []
+
+    with monkeypatch.context() as m:
+        m.setattr(runner_snapshot_module, "module_imports", parse)
+        assert runner_imports(assets, cache) == first and parsed == []  # kept: none parsed
+    model = assets.package_dir / "_model.py"
+    model.write_text(model.read_text() + "\nimport zipfile  # noqa\n")
+    assert runner_imports(assets, cache) == sorted({*first, "zipfile"})
+    (cache / "runner-imports.json").write_text("not json")
+    assert runner_imports(assets, cache) == sorted({*first, "zipfile"})
 
 
 @pytest.mark.browser

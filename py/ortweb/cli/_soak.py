@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..host.browser import open_runtime
-from ..host.soak import run_soak
-
 __all__ = ["add_parser", "cmd_soak"]
 
 
@@ -20,6 +17,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
+    # Here, not at the top: the soak's model needs onnx, which no other command's
+    # parser should wait for.
+    from ..host.browser import open_runtime
+    from ..host.soak import run_soak
+
     with open_runtime(args.browser) as runtime, runtime.new_page() as page:
         result = run_soak(runtime, page, args.providers, args.runs, args.cycles)
     problems = result.problems()

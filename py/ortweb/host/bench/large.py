@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...testing.samples import matmul_relu_model
 from .. import inpage
 from ..browser import Profile, PyodidePage, Runtime
 from .figures import Recorder
@@ -119,6 +118,9 @@ def large(runtime: Runtime, plan: Plan, rec: Recorder, say: Say, notes: dict[str
     names = sorted(p.name for p in model.parent.iterdir() if p.name != "model.onnx")
     measure = _Measured(runtime)
     with runtime.shared_folder() as (folder, prefix):
+        # Imported here: the samples import onnx, which `ortweb`'s other commands never load.
+        from ...testing.samples import matmul_relu_model
+
         (folder / "tiny.onnx").write_bytes(matmul_relu_model(8))
         warm = prefix + "tiny.onnx"
         mount = prefix + "large/"

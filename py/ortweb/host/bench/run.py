@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...testing.samples import matmul_relu_model
 from ..browser import Runtime
 from . import sections as sec
 from .engines import engines
@@ -69,6 +68,9 @@ def run_bench(
     need_resnet = ("bridge" in sections and "resnet50" in plan.bridge_models) or (
         "threads" in sections)
     with runtime.shared_folder() as (folder, prefix):
+        # Imported here: the samples import onnx, which `ortweb`'s other commands never load.
+        from ...testing.samples import matmul_relu_model
+
         (folder / "tiny.onnx").write_bytes(matmul_relu_model(tiny_n))
         (folder / "chain_a.onnx").write_bytes(unary_model("Relu", "x", "y"))
         (folder / "chain_b.onnx").write_bytes(unary_model("Sigmoid", "y", "z"))

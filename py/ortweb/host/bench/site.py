@@ -40,7 +40,6 @@ from typing import Any, Final
 
 import numpy as np
 
-from ...testing.samples import matmul_relu_model
 from .. import inpage
 from ..browser import Runtime
 from ..build.site import MANIFEST_NAME, build_site
@@ -127,6 +126,9 @@ def _build(work: Path, out: Path, *, worker: bool) -> dict[str, Any]:
     inputs = work / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
     (inputs / "heavy.onnx").write_bytes(site_model())
+    # Imported here: the samples import onnx, which `ortweb`'s other commands never load.
+    from ...testing.samples import matmul_relu_model
+
     (inputs / "tiny.onnx").write_bytes(matmul_relu_model(64))
     (inputs / "bench_site.json").write_text(json.dumps({"shape": [_BATCH, _WIDTH]}))
     (inputs / "bench_site.py").write_text(inpage.source("bench_site"))

@@ -57,20 +57,49 @@ SNAPSHOT_PREFIX: Final = "/snapshot/"
 _FILE: Final = "pyodide.snapshot.gz"
 #: The bytecode's name in that folder.
 _BYTECODE: Final = "bytecode.zip"
+#: Where :func:`runner_imports` keeps its last answer, in the snapshots' folder.
+_IMPORTS_MEMO: Final = "runner-imports.json"
 #: The Pyodide packages every runner page loads (``bootPyodide``'s default, without
 #: ortweb, whose wheel changes with each edit).
 _PACKAGES: Final = ("numpy",)
 
 
-def runner_imports(assets: Assets) -> list[str]:
+def runner_imports(assets: Assets, cache: Path | None = None) -> list[str]:
     """The standard-library modules ortweb and the drop-in ``onnxruntime`` import by
-    name, sorted: imported into the snapshot first."""
+    name, sorted: imported into the snapshot first.
+
+    With ``cache`` (a folder), the answer is kept there under the hash of the sources
+    read, so that a process that starts a runner does not parse them again until
+    one changes.
+    """
     files = runtime_files(assets.package_dir)
     if assets.compat_dir.is_dir():
         files += compat_files(assets.compat_dir)
-    names = {name.split(".")[0] for path in files if path.suffix == ".py"
-             for name in module_imports(path.read_text(encoding="utf-8"))}
-    return sorted(names & set(sys.stdlib_module_names))
+    sources = {path: path.read_bytes() for path in files if path.suffix == ".py"}
+    digest = hashlib.sha256(b"runner imports 1")
+    for path, body in sorted(sources.items()):
+        digest.update(f"\0{path.name}\0{len(body)}\0".encode())
+        digest.update(body)
+    memo = cache / _IMPORTS_MEMO if cache is not None else None
+    if memo is not None:
+        try:
+            kept = json.loads(memo.read_text())
+            if kept["key"] == digest.hexdigest():
+                return list(kept["imports"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # none kept, or unreadable: parsed again below
+    names = {name.split(".")[0] for body in sources.values()
+             for name in module_imports(body.decode("utf-8"))}
+    found = sorted(names & set(sys.stdlib_module_names))
+    if memo is not None:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            part = memo.with_name(f"{memo.name}.{os.getpid()}")
+            part.write_text(json.dumps({"key": digest.hexdigest(), "imports": found}))
+            part.replace(memo)
+        except OSError:
+            pass  # a read-only build folder: parsed again next time
+    return found
 
 
 def runner_snapshot(assets: Assets) -> Snapshot:
@@ -82,8 +111,8 @@ def runner_snapshot(assets: Assets) -> Snapshot:
     """
     if os.environ.get("ORTWEB_SNAPSHOT", "1") == "0":
         return Snapshot(None, "ORTWEB_SNAPSHOT=0")
-    imports = runner_imports(assets)
     cache = assets.root / "build" / "snapshots"
+    imports = runner_imports(assets, cache)
     try:
         key = snapshot_id(assets.pyodide, _PACKAGES, imports)
         both = hashlib.sha256(f"{key} {bytecode_id(assets.pyodide, list(_PACKAGES))}"
