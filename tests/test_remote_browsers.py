@@ -274,11 +274,12 @@ def test_conformance_over_the_pool_equals_the_local_run(request: pytest.FixtureR
 
 
 @pytest.mark.browser
-def test_bench_bridge_on_a_playwright_server(request: pytest.FixtureRequest,
-                                             tmp_path: Path) -> None:
+def test_bench_on_a_playwright_server(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     url = endpoint(request, "playwright")
     out = tmp_path / "bench.json"
-    result = _ortweb("bench", "--quick", "--sections", "bridge", "--json", str(out),
+    # The transfer section: its pages reach the browser elsewhere as every section's
+    # do, in seconds (the bridge section's resnet50 rounds kept this test over a minute).
+    result = _ortweb("bench", "--quick", "--sections", "transfer", "--json", str(out),
                      "--browser-endpoint", url)
     assert result.returncode == 0, result.stdout + result.stderr
     bench = json.loads(out.read_text())
