@@ -472,8 +472,8 @@ QUICK = [
     *(f"tests/test_{name}.py" for name in (
         "acceptance_property", "bench_units", "build_py", "conformance_units", "convert",
         "devices", "dtypes", "errors", "native", "onnxruntime_wheel", "options",
-        "ortvalue_native_api", "packages", "provider_options", "pyodide_version", "samples",
-        "server", "site_compress", "validate", "wheel")),
+        "ortvalue_native_api", "packages", "provider_options", "pyodide_version", "route",
+        "samples", "server", "site_compress", "validate", "wheel")),
     "tests/test_browser_models.py::test_identity_every_dtype[2x3-tensor(float)-wasm]",
 ]
 

@@ -250,7 +250,7 @@ class Browser:
             **({} if service_workers else {"service_workers": "block"}))
         if router is not None:
             try:
-                context.route("**/*", router)
+                router.install(context)
             except BaseException:
                 context.close()
                 raise
@@ -337,7 +337,7 @@ class Profile:
     def new_context(self, router: OfflineRouter | None = None) -> Any:
         """The profile's context (one per profile), routed through ``router`` when given."""
         if router is not None:
-            self._context.route("**/*", router)
+            router.install(self._context)
         return self._context
 
     def renderer_pids(self) -> set[int]:

@@ -122,7 +122,8 @@ class PyodidePage:
             self._context, self._router = browser.shared_context(self.base_url)  # type: ignore[union-attr]
         else:
             self._context = browser.new_context(
-                OfflineRouter(self.base_url, self.capture) if routed or self.remote else None)
+                OfflineRouter(self.base_url, self.capture, passive=True)
+                if routed or self.remote else None)
         try:
             self.page = self._context.new_page()
             if self._router is not None:

@@ -4,7 +4,8 @@ An :class:`OfflineRouter` sees every request of a browser context. Requests to
 the local server's origin (and ``data:``/``blob:`` URLs) go through; any other
 is refused and listed, so callers can assert that nothing left 127.0.0.1 —
 unless a CDN mirror answers it from local files (to check ``--assets cdn``
-sites without the network).
+sites without the network). A runner page's router is ``passive``: only what leaves
+is routed to it, and what stays is listed as the browser reports it, without waiting.
 
 For a browser elsewhere (:mod:`.endpoint`), the router also *relays*: the local
 server's responses are fetched here, on the host, and handed to the browser
@@ -111,6 +112,13 @@ class OfflineRouter:
     relay : bool
         Answer the local server's requests from here (a remote browser, which
         cannot reach the host); :meth:`~.launch.Browser.new_context` sets it.
+    passive : bool
+        Route only the requests that leave the local server here (a pattern the
+        browser's side of Playwright matches) and list the local server's from the
+        context's request events, so that none waits for a round trip through this
+        process (a runner page's boot paid one per request). For contexts without
+        service workers: their request events would list what a service worker
+        answers too. A router that relays or mirrors a CDN sees every request.
 
     Attributes
     ----------
@@ -126,8 +134,10 @@ class OfflineRouter:
     """
 
     def __init__(self, origin: str, log: PageLog, *, cdn: CdnMirror | None = None,
-                 tamper: Callable[[str, bytes], bytes] | None = None, relay: bool = False):
+                 tamper: Callable[[str, bytes], bytes] | None = None, relay: bool = False,
+                 passive: bool = False):
         self.origin = origin_of(origin)
+        self._passive = passive
         self.log = log
         self.relay = relay
         self.relayed_bytes = 0
@@ -154,6 +164,23 @@ class OfflineRouter:
     def allows(self, url: str) -> bool:
         """Whether ``url`` stays on the local server."""
         return url.startswith(("data:", "blob:")) or origin_of(url) == self.origin
+
+    def install(self, context: Any) -> None:
+        """Route ``context``'s requests here: every one, or with ``passive`` only those
+        that leave the local server (see the class)."""
+        if self.relay or self._cdn is not None or not self._passive:
+            context.route("**/*", self)
+            return
+        context.on("request", self._seen)
+        context.route(self.leaving(), self)
+
+    def leaving(self) -> re.Pattern[str]:
+        """The URLs that leave the local server, as :meth:`allows` tells them."""
+        return re.compile(rf"^(?!{re.escape(self.origin)}(?:[/?#]|$)|data:|blob:)")
+
+    def _seen(self, request: Any) -> None:
+        if self.allows(request.url):
+            self._log_for(request).requests.append(request.url)
 
     def __call__(self, route: Any) -> None:
         url = route.request.url
