@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Final
 from .offline_packages import PackageError
 from .pyodide_bytecode import bytecode_id, make_bytecode
 from .pyodide_snapshot import JSPI, Snapshot, make_snapshot, module_imports, snapshot_id
-from .wheel import compat_files, runtime_files
+from .wheel import compat_files, runtime_files, write_atomically
 
 try:
     import fcntl
@@ -94,9 +94,8 @@ def runner_imports(assets: Assets, cache: Path | None = None) -> list[str]:
     if memo is not None:
         try:
             memo.parent.mkdir(parents=True, exist_ok=True)
-            part = memo.with_name(f"{memo.name}.{os.getpid()}")
-            part.write_text(json.dumps({"key": digest.hexdigest(), "imports": found}))
-            part.replace(memo)
+            write_atomically(memo, json.dumps({"key": digest.hexdigest(),
+                                               "imports": found}).encode())
         except OSError:
             pass  # a read-only build folder: parsed again next time
     return found

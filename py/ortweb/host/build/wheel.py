@@ -38,6 +38,7 @@ __all__ = [
     "ort_web_version",
     "refresh",
     "runtime_files",
+    "write_atomically",
 ]
 
 #: Subpackages of ``ortweb`` that import Playwright, jinja2 or onnxruntime and never
@@ -170,8 +171,8 @@ def _build(name: str, version: str, package_dir: Path, files: list[Path], out_di
         data = (dist / done.stdout.strip().splitlines()[-1]).read_bytes()
     out_dir.mkdir(parents=True, exist_ok=True)
     if not target.exists() or target.read_bytes() != data:
-        _write_atomically(target, data)
-    _write_atomically(stamp, _stamp(key, target).encode())
+        write_atomically(target, data)
+    write_atomically(stamp, _stamp(key, target).encode())
     return target
 
 
@@ -187,7 +188,8 @@ def _stamp(inputs: str, target: Path) -> str:
     return f"{inputs} {hashlib.sha256(target.read_bytes()).hexdigest()}\n"
 
 
-def _write_atomically(target: Path, data: bytes) -> None:
+def write_atomically(target: Path, data: bytes) -> None:
+    """Replace ``target`` with ``data`` in one step."""
     # A page of another process (a test worker, a served site) may be downloading
     # the file right now: it must see the old bytes or the new, never half of each.
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -232,8 +234,8 @@ def add_to_lock(
         spec.to_json(Path(tmp) / "lock.json", indent=1)
         text = (Path(tmp) / "lock.json").read_bytes()
     if not out_lock.exists() or out_lock.read_bytes() != text:
-        _write_atomically(out_lock, text)
-    _write_atomically(stamp, _stamp(key, out_lock).encode())
+        write_atomically(out_lock, text)
+    write_atomically(stamp, _stamp(key, out_lock).encode())
     return spec.packages["ortweb"].model_dump()
 
 
