@@ -18,10 +18,12 @@ from ortweb.host.build.runner_snapshot import SNAPSHOT_PREFIX, runner_imports
 from ortweb.host.serve import StaticServer
 
 # What a test needs to know of a page's interpreter: it works, and is its own; and the
-# PEP 552 flags of the .pyc numpy's modules were imported from (-1: none).
+# PEP 552 flags of the .pyc numpy's, ortweb's and onnxruntime's modules were imported
+# from (-1: none).
 _STATE = """
 import json, os, random, sys, time
 import numpy as np
+import onnxruntime
 import ortweb
 
 def pyc_flags(name):
@@ -35,7 +37,10 @@ json.dumps({"random": random.random(), "lang": os.environ.get("LANG"),
             "tz": list(time.tzname), "np": float(np.arange(4).sum()),
             "ortweb": ortweb.__version__, "json_preloaded": "json" in sys.modules,
             "numpy_pyc": [pyc_flags(n) for n in ("numpy", "numpy._core.numeric",
-                                                   "numpy.linalg")]})
+                                                   "numpy.linalg")],
+            "ortweb_pyc": [pyc_flags(n) for n in ("ortweb", "ortweb._session",
+                                                    "ortweb._bridge._protocol",
+                                                    "onnxruntime")]})
 """
 #: PEP 552 flags: hash-based, source not checked (the bytecode made at build time).
 _UNCHECKED_HASH = 0b01
@@ -96,9 +101,11 @@ def test_pages_boot_from_the_snapshot_as_a_fresh_boot_would(ortweb_runtime: Runt
     assert a["random"] != b["random"]
     for key in ("lang", "tz", "np", "ortweb"):
         assert a[key] == fresh[key], (key, a, fresh)
-    # numpy comes from the bytecode made with the snapshot; a plain boot compiles it.
+    # numpy, ortweb and onnxruntime come from the bytecode made with the snapshot (for
+    # this very ortweb wheel); a plain boot compiles them.
     assert a["numpy_pyc"] == b["numpy_pyc"] == [_UNCHECKED_HASH] * 3, (a, b)
-    assert _UNCHECKED_HASH not in fresh["numpy_pyc"], fresh
+    assert a["ortweb_pyc"] == b["ortweb_pyc"] == [_UNCHECKED_HASH] * 4, (a, b)
+    assert _UNCHECKED_HASH not in fresh["numpy_pyc"] + fresh["ortweb_pyc"], fresh
 
 
 @pytest.mark.browser

@@ -7,18 +7,20 @@ snapshot instead of initialising Python, as a site's pages do
 numpy and ortweb import, already imported; numpy and ortweb themselves load as usual
 (Pyodide 0.27.7 cannot snapshot packages with shared libraries).
 
-Beside it, numpy's bytecode (:mod:`.pyodide_bytecode`, as a site ships it): unpacked
-beside numpy's sources once the packages load, so that ``import numpy`` compiles
-nothing. ortweb's own is not made: its wheel changes with each edit.
+Beside it, the bytecode of numpy, ortweb and the drop-in ``onnxruntime``
+(:mod:`.pyodide_bytecode`, as a site ships it): unpacked beside their sources once the
+packages load, so that importing them compiles nothing.
 
 The snapshot is made once per key (:func:`~.pyodide_snapshot.snapshot_id`: Pyodide's
 core files, numpy's wheel and the list of modules), the bytecode once per
-:func:`~.pyodide_bytecode.bytecode_id`, both kept under ``build/snapshots/``; the
-folder :func:`runner_snapshot` gives holds them with a ``snapshot.json`` that tells the
-page their files and the JSPI API. The keys do not hold ortweb's own wheel, so editing
-ortweb only makes a new snapshot when the set of standard-library modules it imports
-changes. Without bytecode (none could be made) the folder still holds the snapshot,
-and ``snapshot.json`` says why there is none.
+:func:`~.pyodide_bytecode.bytecode_id` (which holds ortweb's wheel: a new one is made
+in headless Chromium after each edit of ortweb's runtime, a few seconds, and then
+serves every page until the next), both kept under ``build/snapshots/``; the folder
+:func:`runner_snapshot` gives holds them with a ``snapshot.json`` that tells the page
+their files and the JSPI API. The snapshot's key does not hold ortweb's own wheel, so
+editing ortweb only makes a new snapshot when the set of standard-library modules it
+imports changes. Without bytecode (none could be made) the folder still holds the
+snapshot, and ``snapshot.json`` says why there is none.
 
 A page boots as usual when there is none (no Chromium could make it, or
 ``ORTWEB_SNAPSHOT=0``), when it is asked for a fresh boot (``?snapshot=0``,
@@ -59,9 +61,12 @@ _FILE: Final = "pyodide.snapshot.gz"
 _BYTECODE: Final = "bytecode.zip"
 #: Where :func:`runner_imports` keeps its last answer, in the snapshots' folder.
 _IMPORTS_MEMO: Final = "runner-imports.json"
-#: The Pyodide packages every runner page loads (``bootPyodide``'s default, without
-#: ortweb, whose wheel changes with each edit).
+#: The Pyodide packages imported into the snapshot (without ortweb, whose wheel
+#: changes with each edit).
 _PACKAGES: Final = ("numpy",)
+#: The packages every runner page loads (``bootPyodide``'s default), whose bytecode
+#: it unpacks: with what they depend on (the drop-in ``onnxruntime``).
+_BYTECODE_PACKAGES: Final = ("numpy", "ortweb")
 
 
 def runner_imports(assets: Assets, cache: Path | None = None) -> list[str]:
@@ -114,7 +119,7 @@ def runner_snapshot(assets: Assets) -> Snapshot:
     imports = runner_imports(assets, cache)
     try:
         key = snapshot_id(assets.pyodide, _PACKAGES, imports)
-        both = hashlib.sha256(f"{key} {bytecode_id(assets.pyodide, list(_PACKAGES))}"
+        both = hashlib.sha256(f"{key} {bytecode_id(assets.pyodide, list(_BYTECODE_PACKAGES))}"
                               .encode()).hexdigest()
     except (OSError, ValueError, KeyError, PackageError) as exc:
         return Snapshot(None, f"Pyodide's folder is not whole: {exc}")
@@ -130,7 +135,7 @@ def runner_snapshot(assets: Assets) -> Snapshot:
         made = make_snapshot(assets.pyodide, cache, packages=_PACKAGES, imports=imports)
         if made.path is None:
             return made
-        bytecode = make_bytecode(assets.pyodide, list(_PACKAGES), cache)
+        bytecode = make_bytecode(assets.pyodide, list(_BYTECODE_PACKAGES), cache)
         making = folder.with_name(folder.name + ".making")
         shutil.rmtree(making, ignore_errors=True)
         making.mkdir()
