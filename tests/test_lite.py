@@ -344,9 +344,11 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
 
     assert {p.name for p in (out / "static/ortweb/ort").iterdir()} == set(
         find_assets().ort_files(["wasm", "native"]))
-    # The bridge's modules and the build table runtime.js imports; not its tsconfig.
+    # The bridge's modules and the build table runtime.js imports; not its tsconfig, nor
+    # the two that boot Pyodide in ortweb's own pages (the kernel boots its own).
     assert {p.name for p in (out / "static/ortweb/bridge").iterdir()} == {
-        p.name for p in (ROOT / "bridge_js").iterdir()} - {"pyodide_boot.js", "tsconfig.json"}
+        p.name for p in (ROOT / "bridge_js").iterdir()} - {"pyodide_boot.js", "unpacking.js",
+                                                          "tsconfig.json"}
     assert (out / "pypi/comm-0.2.2-py3-none-any.whl").exists()
     assert "comm" in json.loads((out / "pypi/all.json").read_text())
 

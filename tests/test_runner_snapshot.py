@@ -26,6 +26,18 @@ import numpy as np
 import onnxruntime
 import ortweb
 
+def site_packages():
+    # Every file the wheels put there but bytecode, and its content: one digest.
+    import hashlib, sysconfig
+    root, digest, paths = sysconfig.get_paths()["purelib"], hashlib.sha256(), []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        paths += [os.path.join(folder, name) for name in files]
+    for path in sorted(paths):
+        with open(path, "rb") as f:
+            digest.update(path.encode() + b"\\0" + f.read())
+    return [len(paths), digest.hexdigest()]
+
 def pyc_flags(name):
     try:
         with open(sys.modules[name].__spec__.cached, "rb") as f:
@@ -40,7 +52,8 @@ json.dumps({"random": random.random(), "lang": os.environ.get("LANG"),
                                                    "numpy.linalg")],
             "ortweb_pyc": [pyc_flags(n) for n in ("ortweb", "ortweb._session",
                                                     "ortweb._bridge._protocol",
-                                                    "onnxruntime")]})
+                                                    "onnxruntime")],
+            "site_packages": site_packages()})
 """
 #: PEP 552 flags: hash-based, source not checked (the bytecode made at build time).
 _UNCHECKED_HASH = 0b01
@@ -91,16 +104,21 @@ def test_pages_boot_from_the_snapshot_as_a_fresh_boot_would(ortweb_runtime: Runt
     assert (made.path / about["file"]).is_file()
     assert about["bytecode"] and (made.path / about["bytecode"]).is_file(), about
     states = {}
+    assert about["unpacked"] and (made.path / about["unpacked"]).is_file(), about
     for name, snapshot in [("a", True), ("b", True), ("fresh", False)]:
         with ortweb_runtime.new_page(snapshot=snapshot) as page:
             assert page.booted_from == ("snapshot" if snapshot else "fresh")
+            # The wheels' files written from the record made with the snapshot; a
+            # plain boot unpacks the wheels.
+            assert page.packages_from == ("kept" if snapshot else "wheels")
             states[name] = json.loads(page.run_python(_STATE))
             assert not page.capture.errors
     a, b, fresh = states["a"], states["b"], states["fresh"]
     # Each restored page draws its own random numbers, as fresh boots do.
     assert a["random"] != b["random"]
-    for key in ("lang", "tz", "np", "ortweb"):
+    for key in ("lang", "tz", "np", "ortweb", "site_packages"):
         assert a[key] == fresh[key], (key, a, fresh)
+    assert a["site_packages"][0] > 300, a  # numpy's files among them
     # numpy, ortweb and onnxruntime come from the bytecode made with the snapshot (for
     # this very ortweb wheel); a plain boot compiles them.
     assert a["numpy_pyc"] == b["numpy_pyc"] == [_UNCHECKED_HASH] * 3, (a, b)
@@ -124,3 +142,23 @@ def test_a_snapshot_that_does_not_restore_boots_as_usual(ortweb_runtime: Runtime
         assert json.loads(page.run_python(_STATE))["np"] == 6.0
         warned = [line.text for line in page.capture.console if line.type == "warning"]
         assert any("runner snapshot did not restore" in text for text in warned), warned
+
+
+@pytest.mark.browser
+def test_a_damaged_record_of_the_unpacked_wheels_is_unpacked_as_usual(
+        ortweb_runtime: Runtime, tmp_path: Path) -> None:
+    made = ortweb_runtime.assets.runner_snapshot
+    assert made.path is not None, made.reason
+    about = json.loads((made.path / "snapshot.json").read_text())
+    for name in ("snapshot.json", about["file"], about["bytecode"]):
+        shutil.copy(made.path / name, tmp_path / name)
+    (tmp_path / about["unpacked"]).write_bytes(b"\x10\0\0\0not a record of wheels")
+    mounts = {**ortweb_runtime.assets.mounts(), SNAPSHOT_PREFIX: tmp_path}
+    with StaticServer(mounts) as server, \
+            ortweb_runtime.browser.new_page(server.url) as page:
+        assert (page.booted_from, page.packages_from) == ("snapshot", "wheels")
+        state = json.loads(page.run_python(_STATE))
+        assert state["np"] == 6.0 and state["ortweb_pyc"] == [_UNCHECKED_HASH] * 4, state
+        warned = [line.text for line in page.capture.console if line.type == "warning"]
+        assert any("record of the unpacked wheels could not be read" in text
+                   for text in warned), warned

@@ -8,6 +8,7 @@
 import { printTagged } from '../bridge/console_tag.js';
 import { installBridge } from '../bridge/index.js';
 import { bootPyodide, unpackBytecode } from '../bridge/pyodide_boot.js';
+import { decodeUnpacked, unpackWith } from '../bridge/unpacking.js';
 
 const params = new URLSearchParams(location.search);
 const providers = params.get('providers');
@@ -44,16 +45,18 @@ async function underAssetCache() {
 /**
  * What the host made for these pages (see `ortweb.host.build.runner_snapshot`): the
  * interpreter's memory snapshot (null when this browser's JSPI differs from the one it
- * was made with) and numpy's bytecode (null when none was made), each a promise; null
- * when none is offered (`?snapshot=0`, a plain boot, or the server has none).
- * @returns {Promise<{snapshot: Promise<Uint8Array|null>, bytecode: Promise<Uint8Array|null>}|null>}
+ * was made with), the packages' bytecode and the record of what their wheels unpack to
+ * (each null when none was made), each a promise; null when none is offered
+ * (`?snapshot=0`, a plain boot, or the server has none).
+ * @returns {Promise<{snapshot: Promise<Uint8Array|null>, bytecode: Promise<Uint8Array|null>,
+ *   unpacked: Promise<Uint8Array|null>}|null>}
  */
 async function runnerMade() {
   if (params.get('snapshot') === '0') return null;
   const base = new URL('../snapshot/', import.meta.url).href;
   const about = await fetch(base + 'snapshot.json');
   if (!about.ok) return null;
-  const { jspi, file, bytecode } = await about.json();
+  const { jspi, file, bytecode, unpacked } = await about.json();
   const read = async (/** @type {string} */ name, /** @type {boolean} */ gzipped) => {
     const response = await fetch(base + name);
     if (!response.ok || !response.body) return null;
@@ -63,6 +66,7 @@ async function runnerMade() {
   return {
     snapshot: jspi in WebAssembly ? read(file, true) : Promise.resolve(null),
     bytecode: bytecode ? read(bytecode, false) : Promise.resolve(null),
+    unpacked: unpacked ? read(unpacked, false) : Promise.resolve(null),
   };
 }
 
@@ -83,9 +87,25 @@ w.ortwebReady = (async () => {
       return null;
     });
     const bytecode = made?.bytecode.catch((err) => {
-      console.warn('ortweb: numpy\'s bytecode could not be read; Python compiles its source', err);
+      console.warn('ortweb: the packages\' bytecode could not be read; Python compiles their source', err);
       return null;
     });
+    const kept = made?.unpacked.then((bytes) => (bytes ? decodeUnpacked(bytes) : null)).catch((err) => {
+      console.warn('ortweb: the record of the unpacked wheels could not be read; Pyodide unpacks them', err);
+      return null;
+    });
+    /** @type {'kept'|'wheels'} where the packages' files came from */
+    let packagesFrom = 'wheels';
+    /** @param {any} booted */
+    boot.aroundPackages = async (booted) => {
+      const wheels = await kept;
+      if (!wheels) return () => {};
+      const unpacking = unpackWith(booted, wheels);
+      return () => {
+        unpacking.restore();
+        packagesFrom = unpacking.used.length ? 'kept' : 'wheels';
+      };
+    };
     const snapshot = await made?.snapshot.catch((err) => {
       console.warn('ortweb: the runner snapshot could not be read; booting Pyodide as usual', err);
       return null;
@@ -103,7 +123,7 @@ w.ortwebReady = (async () => {
     if (bytes) unpackBytecode(pyodide, bytes);
     w.pyodide = pyodide;
     status.textContent = 'ready';
-    return { ok: true, bootedFrom };
+    return { ok: true, bootedFrom, packagesFrom };
   } catch (err) {
     status.textContent = `failed: ${err}`;
     return { ok: false, message: String(err && /** @type {any} */ (err).stack || err) };

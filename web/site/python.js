@@ -11,7 +11,7 @@ import { installBridge } from './bridge/index.js';
 import { bootPyodide, unpackBytecode } from './bridge/pyodide_boot.js';
 import { BUILDS, buildFiles } from './bridge/runtime.js';
 import { firstBuild } from './bridge/sessions.js';
-import { unpackWith } from './unpacked.js';
+import { unpackWith } from './bridge/unpacking.js';
 
 /**
  * @typedef {object} PythonIO what Python's side tells the page
@@ -54,7 +54,7 @@ function warmOrt(bridge, providers) {
  * @param {PythonIO} io
  * @param {{beforeBoot?: Promise<any>, snapshot?: Promise<Uint8Array|null>,
  *   snapshotFailed?: (err: any) => Promise<void>,
- *   unpacked?: Promise<Map<string, import('./unpacked.js').Unpacked>|null>}} [options]
+ *   unpacked?: Promise<Map<string, import('./bridge/unpacking.js').Unpacked>|null>}} [options]
  *   `beforeBoot`: awaited before Pyodide's modules are imported (the worker checks them
  *   meanwhile); `snapshot`: a memory snapshot of the interpreter to boot from
  *   (snapshot.js), booting as usual when it fails to restore (said on the console;

@@ -115,6 +115,9 @@ class PyodidePage:
         self._closed = False
         #: ``"snapshot"`` or ``"fresh"``: how the page's interpreter started.
         self.booted_from = ""
+        #: ``"kept"`` or ``"wheels"``: whether the packages' files were written from the
+        #: record made with the runner snapshot or unpacked from their wheels.
+        self.packages_from = ""
         #: A remote browser's runner pages share a context (and its asset cache).
         self._router: OfflineRouter | None = None
         shared = self.remote and routed
@@ -145,6 +148,7 @@ class PyodidePage:
             if not ready or not ready.get("ok"):
                 raise BrowserError(f"the page failed to boot: {ready and ready.get('message')}")
             self.booted_from = str(ready.get("bootedFrom", "fresh"))
+            self.packages_from = str(ready.get("packagesFrom", "wheels"))
         except BaseException:
             self.close()
             raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
@@ -42,10 +42,11 @@ _PIECE_BYTES: Final = 4 << 20
 _PAGE: Final = "ortweb-maker.html"
 
 
-def bytes_from_page(folder: Path, make: str, arg: Any, executable: str | None = None,
-                    timeout_s: float = 300.0) -> bytes:
-    """Run ``make(arg)`` on a blank page of a loopback server of ``folder`` in headless
-    Chromium and return the bytes it left in ``globalThis.ortwebMade``.
+def bytes_from_page(folder: Path | Mapping[str, Path], make: str, arg: Any,
+                    executable: str | None = None, timeout_s: float = 300.0) -> bytes:
+    """Run ``make(arg)`` on a blank page of a loopback server of ``folder`` (or of
+    several folders, by URL prefix) in headless Chromium and return the bytes it left
+    in ``globalThis.ortwebMade``.
 
     ``make`` is an async JS function that returns the length of what it made, or a
     string saying why it made nothing (raised as :class:`RuntimeError`).

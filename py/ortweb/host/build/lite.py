@@ -302,9 +302,10 @@ def build_lite(
     ort_dir.mkdir(parents=True)
     for name in assets.ort_files(["wasm", webgpu_build]):
         shutil.copyfile(assets.ort / name, ort_dir / name)
-    # pyodide_boot.js boots Pyodide in ortweb's own pages; the kernel boots its own. Of
-    # the JSON files, runtime.js imports builds.json (tsconfig.json is for tsc).
+    # pyodide_boot.js and unpacking.js boot Pyodide in ortweb's own pages; the kernel
+    # boots its own. Of the JSON files, runtime.js imports builds.json (tsconfig.json is
+    # for tsc).
     shutil.copytree(assets.bridge, bridge_dir, ignore=shutil.ignore_patterns(
-        "*.md", "tsconfig.json", "pyodide_boot.js"))
+        "*.md", "tsconfig.json", "pyodide_boot.js", "unpacking.js"))
     (out / _MARKER).write_text("built by `ortweb lite`; replaced by the next build\n")
     return LiteSite(out=out, packages=shipped, notebooks=listed, sizes=_sizes(out))

@@ -9,18 +9,24 @@ numpy and ortweb import, already imported; numpy and ortweb themselves load as u
 
 Beside it, the bytecode of numpy, ortweb and the drop-in ``onnxruntime``
 (:mod:`.pyodide_bytecode`, as a site ships it): unpacked beside their sources once the
-packages load, so that importing them compiles nothing.
+packages load, so that importing them compiles nothing. And the files their wheels
+unpack to, recorded in a page as ``loadPackage`` wrote them (``bridge_js/unpacking.js``,
+the record a site keeps after a first visit): a runner page writes them from there
+instead of unzipping the wheels in Python, which Pyodide does slowly right after a
+restore; the wheels are still downloaded and checked, and their shared libraries
+loaded, as usual.
 
 The snapshot is made once per key (:func:`~.pyodide_snapshot.snapshot_id`: Pyodide's
 core files, numpy's wheel and the list of modules), the bytecode once per
 :func:`~.pyodide_bytecode.bytecode_id` (which holds ortweb's wheel: a new one is made
 in headless Chromium after each edit of ortweb's runtime, a few seconds, and then
-serves every page until the next), both kept under ``build/snapshots/``; the folder
-:func:`runner_snapshot` gives holds them with a ``snapshot.json`` that tells the page
-their files and the JSPI API. The snapshot's key does not hold ortweb's own wheel, so
-editing ortweb only makes a new snapshot when the set of standard-library modules it
-imports changes. Without bytecode (none could be made) the folder still holds the
-snapshot, and ``snapshot.json`` says why there is none.
+serves every page until the next), the unpacked files with it, all kept under
+``build/snapshots/``; the folder :func:`runner_snapshot` gives holds them with a
+``snapshot.json`` that tells the page their files and the JSPI API. The snapshot's key
+does not hold ortweb's own wheel, so editing ortweb only makes a new snapshot when the
+set of standard-library modules it imports changes. Without bytecode or unpacked
+files (none could be made) the folder still holds the snapshot, and
+``snapshot.json`` says why there are none.
 
 A page boots as usual when there is none (no Chromium could make it, or
 ``ORTWEB_SNAPSHOT=0``), when it is asked for a fresh boot (``?snapshot=0``,
@@ -36,8 +42,9 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import IO, TYPE_CHECKING, Final
 
+from .headless import Made, bytes_from_page, first_line, keep
 from .offline_packages import PackageError
 from .pyodide_bytecode import bytecode_id, make_bytecode
 from .pyodide_snapshot import JSPI, Snapshot, make_snapshot, module_imports, snapshot_id
@@ -59,6 +66,8 @@ SNAPSHOT_PREFIX: Final = "/snapshot/"
 _FILE: Final = "pyodide.snapshot.gz"
 #: The bytecode's name in that folder.
 _BYTECODE: Final = "bytecode.zip"
+#: The unpacked files' name in that folder.
+_UNPACKED: Final = "unpacked.bin"
 #: Where :func:`runner_imports` keeps its last answer, in the snapshots' folder.
 _IMPORTS_MEMO: Final = "runner-imports.json"
 #: The Pyodide packages imported into the snapshot (without ortweb, whose wheel
@@ -67,6 +76,31 @@ _PACKAGES: Final = ("numpy",)
 #: The packages every runner page loads (``bootPyodide``'s default), whose bytecode
 #: it unpacks: with what they depend on (the drop-in ``onnxruntime``).
 _BYTECODE_PACKAGES: Final = ("numpy", "ortweb")
+#: Part of the unpacked files' key: made another way, they have another name.
+_UNPACKED_VERSION: Final = "runner unpacked 1"
+#: In the maker's page (Pyodide's folder at /pyodide/, the bridge's at /bridge/): a
+#: fresh Pyodide loads ``packages`` with their unpacking recorded, and the record is
+#: what the page made.
+_MAKE_UNPACKED: Final = """async (packages) => {
+  const { loadPyodide } = await import('/pyodide/pyodide.mjs');
+  const { encodeUnpacked, unpackWith } = await import('/bridge/unpacking.js');
+  const pyodide = await loadPyodide({ indexURL: new URL('/pyodide/', location.href).href,
+    stdout: () => {}, stderr: () => {} });
+  const unpacking = unpackWith(pyodide, null);
+  const problems = [];
+  try {
+    await pyodide.loadPackage(packages, { messageCallback: () => {},
+      errorCallback: (msg) => problems.push(msg), checkIntegrity: true });
+  } finally {
+    unpacking.restore();
+  }
+  const missing = packages.filter((p) => !(p in pyodide.loadedPackages));
+  if (missing.length || problems.length) {
+    return `Pyodide could not load ${missing.join(', ')}: ${problems.join(' | ')}`;
+  }
+  globalThis.ortwebMade = encodeUnpacked(unpacking.recorded);
+  return globalThis.ortwebMade.length;
+}"""
 
 
 def runner_imports(assets: Assets, cache: Path | None = None) -> list[str]:
@@ -119,8 +153,8 @@ def runner_snapshot(assets: Assets) -> Snapshot:
     imports = runner_imports(assets, cache)
     try:
         key = snapshot_id(assets.pyodide, _PACKAGES, imports)
-        both = hashlib.sha256(f"{key} {bytecode_id(assets.pyodide, list(_BYTECODE_PACKAGES))}"
-                              .encode()).hexdigest()
+        code = bytecode_id(assets.pyodide, list(_BYTECODE_PACKAGES))
+        both = hashlib.sha256(f"{key} {code} {_UNPACKED_VERSION}".encode()).hexdigest()
     except (OSError, ValueError, KeyError, PackageError) as exc:
         return Snapshot(None, f"Pyodide's folder is not whole: {exc}")
     folder = cache / f"runner-{both[:16]}"
@@ -136,6 +170,7 @@ def runner_snapshot(assets: Assets) -> Snapshot:
         if made.path is None:
             return made
         bytecode = make_bytecode(assets.pyodide, list(_BYTECODE_PACKAGES), cache)
+        unpacked = _make_unpacked(assets, code, cache)
         making = folder.with_name(folder.name + ".making")
         shutil.rmtree(making, ignore_errors=True)
         making.mkdir()
@@ -145,9 +180,33 @@ def runner_snapshot(assets: Assets) -> Snapshot:
         if bytecode.path is not None:
             _place(bytecode.path, making / _BYTECODE)
             about["bytecode"] = _BYTECODE
+        about.update(unpacked=None, unpacked_reason=unpacked.reason)
+        if unpacked.path is not None:
+            _place(unpacked.path, making / _UNPACKED)
+            about["unpacked"] = _UNPACKED
         (making / "snapshot.json").write_text(json.dumps(about))
         making.rename(folder)
     return Snapshot(folder)
+
+
+def _make_unpacked(assets: Assets, code: str, cache: Path) -> Made:
+    """The record of what loading the runner's packages unpacks (``bridge_js/
+    unpacking.js``), made once per ``code`` (their bytecode's key: the same wheels)."""
+    key = hashlib.sha256(f"{_UNPACKED_VERSION} {code}".encode()).hexdigest()
+    target = cache / f"unpacked-{key}.bin"
+    if target.is_file():
+        return Made(target)
+    try:
+        raw = bytes_from_page({"/pyodide/": assets.pyodide, "/bridge/": assets.bridge},
+                              _MAKE_UNPACKED, list(_BYTECODE_PACKAGES))
+    except Exception as exc:  # no browser, or Pyodide failed in it: said, not fatal
+        return Made(None, "could not record the packages' unpacking in headless Chromium: "
+                    + first_line(exc))
+
+    def write(out: IO[bytes]) -> None:
+        out.write(raw)
+
+    return Made(keep(target, write))
 
 
 def _place(made: Path, to: Path) -> None:
