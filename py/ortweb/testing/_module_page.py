@@ -134,18 +134,18 @@ class ModulePage(PageKeeper):
         try:
             page.page.on("download", self._on_download)
             source = Path(_inpage.__file__).read_text()
-            page.run_python(
-                "import sys, types\n"
+            # One round trip: the runner module, the page's state taken as the one every
+            # test starts from, and the folders tracebacks map back.
+            where = page.run_json(
+                "import json, sys, types\n"
                 "_m = types.ModuleType('_ortweb_testing')\n"
                 f"exec(compile({source!r}, {_inpage.RUNNER_FILE!r}, 'exec'), _m.__dict__)\n"
                 "sys.modules['_ortweb_testing'] = _m\n"
-                "del _m\n",
+                "del _m\n"
+                "import _ortweb_testing\n"
+                "_ortweb_testing.remember()\n"
+                "json.dumps(_ortweb_testing.where())",
                 filename="<ortweb-testing boot>",
-            )
-            page.run_python("import _ortweb_testing\n_ortweb_testing.remember()",
-                            filename="<ortweb-testing boot>")
-            where = page.run_json(
-                "import json, _ortweb_testing\njson.dumps(_ortweb_testing.where())"
             )
             import ortweb
 
