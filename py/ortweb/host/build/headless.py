@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-__all__ = ["Made", "bytes_from_page", "first_line", "keep"]
+__all__ = ["Made", "bytes_from_page", "first_line", "keep", "made_in_page"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,26 @@ def bytes_from_page(folder: Path | Mapping[str, Path], make: str, arg: Any,
     if len(raw) != size:
         raise RuntimeError(f"what the page made arrived with {len(raw)} of its {size} bytes")
     return raw
+
+
+def made_in_page(target: Path, folder: Path | Mapping[str, Path], make: str, arg: Any,
+                 what: str, executable: str | None = None,
+                 write: Callable[[IO[bytes], bytes], None] | None = None) -> Made:
+    """``target`` when it is kept already; else what ``make(arg)`` makes in a page
+    (:func:`bytes_from_page`), kept as ``target`` (through ``write(out, raw)``, by
+    default as it came); or why there is none: ``could not {what} in headless
+    Chromium: ...`` (no browser, or Pyodide failed in it: said, not fatal)."""
+    if target.is_file():
+        return Made(target)
+    try:
+        raw = bytes_from_page(folder, make, arg, executable)
+    except Exception as exc:  # said in the reason, not raised
+        return Made(None, f"could not {what} in headless Chromium: {first_line(exc)}")
+    return Made(keep(target, lambda out: (write or _as_made)(out, raw)))
+
+
+def _as_made(out: IO[bytes], raw: bytes) -> None:
+    out.write(raw)
 
 
 def keep(target: Path, write: Callable[[IO[bytes]], None]) -> Path:

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import IO, Final
+from typing import Final
 
-from .headless import Made, bytes_from_page, first_line, keep
+from .headless import Made, first_line, made_in_page
 from .offline_packages import PackageError
 from .pyodide_snapshot import closure_wheels, runtime_id
 
@@ -116,15 +116,6 @@ def make_bytecode(pyodide_dir: Path, packages: list[str], cache_dir: Path,
         target = cache_dir / f"bytecode-{bytecode_id(pyodide_dir, packages)}.zip"
     except (OSError, ValueError, KeyError, PackageError) as exc:
         return Bytecode(None, f"the site's Pyodide folder is not whole: {first_line(exc)}")
-    if target.is_file():
-        return Bytecode(target)
-    try:
-        raw = bytes_from_page(pyodide_dir, _MAKE, list(packages), executable)
-    except Exception as exc:  # no browser, or Pyodide failed in it: said, not fatal
-        return Bytecode(None, "could not compile the packages' bytecode in headless Chromium: "
-                        + first_line(exc))
-
-    def write(out: IO[bytes]) -> None:
-        out.write(raw)
-
-    return Bytecode(keep(target, write))
+    made = made_in_page(target, pyodide_dir, _MAKE, list(packages),
+                        "compile the packages' bytecode", executable)
+    return Bytecode(made.path, made.reason)

@@ -50,7 +50,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
-from .headless import Made, bytes_from_page, first_line, keep
+from .headless import Made, first_line, made_in_page
 from .offline_packages import PackageError, closure
 
 __all__ = ["CORE", "JSPI", "Snapshot", "closure_wheels", "make_snapshot", "module_imports",
@@ -281,23 +281,17 @@ def make_snapshot(pyodide_dir: Path, cache_dir: Path, executable: str | None = N
         loaded = closure({"packages": lock}, packages)
     except (OSError, ValueError, KeyError, PackageError) as exc:
         return Snapshot(None, f"Pyodide's folder is not whole: {first_line(exc)}")
-    if target.is_file():
-        return Snapshot(target)
     names = sorted({name for pkg in loaded for name in lock[pkg].get("imports", [])} | set(imports))
     # The parts of the standard library Pyodide ships as packages of their own.
     unvendored = sorted({name for pkg in lock.values()
                          if pkg.get("package_type") == "cpython_module"
                          for name in pkg.get("imports", [])})
-    try:
-        raw = bytes_from_page(pyodide_dir, _MAKE, [JSPI, list(packages), names, unvendored],
-                              executable)
-    except Exception as exc:  # no browser, or Pyodide failed in it: said, not fatal
-        return Snapshot(None, "could not make Pyodide's snapshot in headless Chromium: "
-                        + first_line(exc))
 
-    def write(out: IO[bytes]) -> None:
+    def write(out: IO[bytes], raw: bytes) -> None:
         # mtime=0: the same snapshot gives the same file.
         with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6, mtime=0) as packed:
             packed.write(raw)
 
-    return Snapshot(keep(target, write))
+    made = made_in_page(target, pyodide_dir, _MAKE, [JSPI, list(packages), names, unvendored],
+                        "make Pyodide's snapshot", executable, write)
+    return Snapshot(made.path, made.reason)

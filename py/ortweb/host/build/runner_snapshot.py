@@ -42,9 +42,9 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final
 
-from .headless import Made, bytes_from_page, first_line, keep
+from .headless import Made, made_in_page
 from .offline_packages import PackageError
 from .pyodide_bytecode import bytecode_id, make_bytecode
 from .pyodide_snapshot import JSPI, Snapshot, make_snapshot, module_imports, snapshot_id
@@ -193,20 +193,10 @@ def _make_unpacked(assets: Assets, code: str, cache: Path) -> Made:
     """The record of what loading the runner's packages unpacks (``bridge_js/
     unpacking.js``), made once per ``code`` (their bytecode's key: the same wheels)."""
     key = hashlib.sha256(f"{_UNPACKED_VERSION} {code}".encode()).hexdigest()
-    target = cache / f"unpacked-{key}.bin"
-    if target.is_file():
-        return Made(target)
-    try:
-        raw = bytes_from_page({"/pyodide/": assets.pyodide, "/bridge/": assets.bridge},
-                              _MAKE_UNPACKED, list(_BYTECODE_PACKAGES))
-    except Exception as exc:  # no browser, or Pyodide failed in it: said, not fatal
-        return Made(None, "could not record the packages' unpacking in headless Chromium: "
-                    + first_line(exc))
-
-    def write(out: IO[bytes]) -> None:
-        out.write(raw)
-
-    return Made(keep(target, write))
+    return made_in_page(cache / f"unpacked-{key}.bin",
+                        {"/pyodide/": assets.pyodide, "/bridge/": assets.bridge},
+                        _MAKE_UNPACKED, list(_BYTECODE_PACKAGES),
+                        "record the packages' unpacking")
 
 
 def _place(made: Path, to: Path) -> None:
