@@ -461,6 +461,8 @@ def test_later_pages_of_a_context_take_large_assets_from_its_cache(
             with browser.new_page(srv.url) as page:
                 results.append(json.loads(page.run_python(code)))
                 assert page.blocked_requests == [] and shared.log.blocked == []
+                # The wheels are unzipped here: their record would cross the relay.
+                assert page.packages_from == "wheels"
                 relayed = {u: n - before.get(u, 0) for u, n in shared.log.relayed.items()}
                 for url, size in page.capture.relayed.items():
                     relayed[url] = relayed.get(url, 0) + size
@@ -475,6 +477,7 @@ def test_later_pages_of_a_context_take_large_assets_from_its_cache(
     assert any(u.startswith("/ort/") and u.endswith(".wasm") for u in large[0]), large[0]
     # What crossed the relay for the interpreter's wasm: gzipped, a third of the file.
     assert large[0]["/pyodide/pyodide.asm.wasm"] < (pyodide / "pyodide.asm.wasm").stat().st_size / 2
+    assert not any(u.startswith("/snapshot/unpacked") for u in large[0]), large[0]
     assert large[1] == {}, large[1]
     assert set(large[2]) == {"/pyodide/pyodide-lock.json"}, large[2]
     x = np.arange(4, dtype=np.float32).reshape(2, 2) - 1.5

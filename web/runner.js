@@ -66,7 +66,10 @@ async function runnerMade() {
   return {
     snapshot: jspi in WebAssembly ? read(file, true) : Promise.resolve(null),
     bytecode: bytecode ? read(bytecode, false) : Promise.resolve(null),
-    unpacked: unpacked ? read(unpacked, false) : Promise.resolve(null),
+    // Not for a browser elsewhere (`?unpacked=0`): every file reaches it through the
+    // host's relay, and the record, four times the wheels' bytes, would cost more there
+    // than the unzipping it saves.
+    unpacked: unpacked && params.get('unpacked') !== '0' ? read(unpacked, false) : Promise.resolve(null),
   };
 }
 

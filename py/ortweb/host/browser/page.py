@@ -116,7 +116,8 @@ class PyodidePage:
         #: ``"snapshot"`` or ``"fresh"``: how the page's interpreter started.
         self.booted_from = ""
         #: ``"kept"`` or ``"wheels"``: whether the packages' files were written from the
-        #: record made with the runner snapshot or unpacked from their wheels.
+        #: record made with the runner snapshot or unpacked from their wheels (always in
+        #: a browser elsewhere, which would get the record through the relay).
         self.packages_from = ""
         #: A remote browser's runner pages share a context (and its asset cache).
         self._router: OfflineRouter | None = None
@@ -142,6 +143,9 @@ class PyodidePage:
                 query += "&assetCache=sw"
             if not snapshot:
                 query += "&snapshot=0"
+            if self.remote:
+                # Files cross the relay: the wheels are fewer bytes than their record.
+                query += "&unpacked=0"
             self.page.goto(self.base_url + "runner.html" + query)
             ready = self.page.evaluate("() => window.ortwebReady", None)
             self.page.set_default_timeout(boot_timeout * 1000)

@@ -17,12 +17,12 @@ A relayed context also answers ``/__ortweb/digest?path=…`` here, with the sha2
 and size of a large file of the local server (:func:`asset_digest`): the runner
 pages' service worker (``web/runner-sw.js``) keeps such files in Cache Storage by
 their sha256, so that later pages of the context get them without the relay. For a
-file that compresses (WebAssembly, JavaScript, the record of unpacked wheels) the
-digest also says ``gzip``: the service worker then asks for it with
-:data:`GZIP_QUERY` and gets it gzipped, which it decodes itself (a body handed over
-with ``route.fulfill`` reaches the page as given, ``Content-Encoding`` or not).
-Everything relayed crosses the connection to the browser base64-encoded, so its time
-follows the bytes, and a runner page's wasm shrinks to about a third.
+file that compresses (WebAssembly, JavaScript) the digest also says ``gzip``: the
+service worker then asks for it with :data:`GZIP_QUERY` and gets it gzipped, which
+it decodes itself (a body handed over with ``route.fulfill`` reaches the page as
+given, ``Content-Encoding`` or not). Everything relayed crosses the connection to the
+browser base64-encoded, so its time follows the bytes, and a runner page's wasm
+shrinks to about a third.
 """
 
 from __future__ import annotations
@@ -59,10 +59,9 @@ DIGEST_MIN_BYTES = 64 << 10
 #: :data:`GZIP_HEADER`), for the runner pages' service worker to decode.
 GZIP_QUERY = "ortweb-relay=gzip"
 GZIP_HEADER = "X-Ortweb-Relay-Encoding"
-#: Files worth gzipping for the relay (the runner pages' ``unpacked.bin`` holds the
-#: wheels' files uncompressed): the rest (zips, wheels, the gzipped snapshot) are
-#: compressed already.
-_GZIPPED_SUFFIXES = (".wasm", ".js", ".mjs", ".bin")
+#: Files worth gzipping for the relay: the rest (zips, wheels, the gzipped snapshot)
+#: are compressed already.
+_GZIPPED_SUFFIXES = (".wasm", ".js", ".mjs")
 
 #: A CDN stand-in: absolute URL → local file to answer with, or None (refused).
 CdnMirror = Callable[[str], Path | None]
