@@ -96,6 +96,30 @@ def test_runner_imports_are_kept_until_a_source_changes(
     assert runner_imports(assets, cache) == sorted({*first, "zipfile"})
 
 
+def test_a_new_runner_folder_drops_all_but_the_newest_and_their_records(
+        tmp_path: Path) -> None:
+    import os
+
+    folders = []
+    for i in range(5):
+        folder = tmp_path / f"runner-{i}"
+        folder.mkdir()
+        folders.append(folder)
+    linked, orphan = tmp_path / "unpacked-a.bin", tmp_path / "unpacked-b.bin"
+    linked.write_bytes(b"a")
+    orphan.write_bytes(b"b")
+    os.link(linked, folders[3] / "unpacked.bin")
+    os.link(orphan, folders[0] / "unpacked.bin")
+    for i, folder in enumerate(folders):  # made in this order
+        os.utime(folder, (1000 + i, 1000 + i))
+    (tmp_path / "runner-9.making").mkdir()  # another maker's, not yet whole
+    runner_snapshot_module._prune(tmp_path, folders[1])
+    # The one just made and the two newest others stay, with what they link.
+    assert sorted(p.name for p in tmp_path.glob("runner-*")) == [
+        "runner-1", "runner-3", "runner-4", "runner-9.making"]
+    assert linked.is_file() and not orphan.exists()
+
+
 @pytest.mark.browser
 def test_pages_boot_from_the_snapshot_as_a_fresh_boot_would(ortweb_runtime: Runtime) -> None:
     made = ortweb_runtime.assets.runner_snapshot

@@ -26,7 +26,8 @@ serves every page until the next), the unpacked files with it, all kept under
 does not hold ortweb's own wheel, so editing ortweb only makes a new snapshot when the
 set of standard-library modules it imports changes. Without bytecode or unpacked
 files (none could be made) the folder still holds the snapshot, and
-``snapshot.json`` says why there are none.
+``snapshot.json`` says why there are none. Making a folder drops all but the newest
+three, and the records none of them holds (13 MB each).
 
 A page boots as usual when there is none (no Chromium could make it, or
 ``ORTWEB_SNAPSHOT=0``), when it is asked for a fresh boot (``?snapshot=0``,
@@ -76,6 +77,8 @@ _PACKAGES: Final = ("numpy",)
 #: The packages every runner page loads (``bootPyodide``'s default), whose bytecode
 #: it unpacks: with what they depend on (the drop-in ``onnxruntime``).
 _BYTECODE_PACKAGES: Final = ("numpy", "ortweb")
+#: How many runner folders :func:`runner_snapshot` keeps, the one it made included.
+_KEPT: Final = 3
 #: Part of the unpacked files' key: made another way, they have another name.
 _UNPACKED_VERSION: Final = "runner unpacked 1"
 #: In the maker's page (Pyodide's folder at /pyodide/, the bridge's at /bridge/): a
@@ -186,7 +189,25 @@ def runner_snapshot(assets: Assets) -> Snapshot:
             about["unpacked"] = _UNPACKED
         (making / "snapshot.json").write_text(json.dumps(about))
         making.rename(folder)
+        _prune(cache, folder)
     return Snapshot(folder)
+
+
+def _prune(cache: Path, made: Path) -> None:
+    """Drop all but the newest :data:`_KEPT` runner folders, and the records no folder
+    links any more: each new ortweb wheel makes a folder and a record (13 MB). A page
+    whose folder went meanwhile boots as usual (``snapshot.json`` not found)."""
+    folders = sorted((p for p in cache.glob("runner-*") if p.is_dir() and p != made
+                      and not p.name.endswith(".making")),
+                     key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in folders[_KEPT - 1:]:
+        shutil.rmtree(old, ignore_errors=True)
+    for record in cache.glob("unpacked-*.bin"):
+        try:
+            if record.stat().st_nlink == 1:  # in no runner folder (or on a file system
+                record.unlink()              # without links: made again when asked)
+        except OSError:
+            pass
 
 
 def _make_unpacked(assets: Assets, code: str, cache: Path) -> Made:
