@@ -16,6 +16,7 @@ an uncaught error in the page: checked per test for ``ortweb_page`` and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -29,6 +30,13 @@ from ortweb.testing import ModulePage, OrtwebPage
 # The remote browsers' fixtures (two modules use them), loaded here so that pytest
 # rewrites their asserts before a test module imports their helpers.
 pytest_plugins = ["remote_browsers"]
+
+# The browsers that ortweb's commands launch in the tests' subprocesses compile
+# WebAssembly as the plugin's do: V8's baseline compiler only. Pyodide's boot otherwise
+# has TurboFan recompile hundreds of hot functions on the other core, which on this
+# suite's short pages is CPU taken from the other worker (docs: Development). The
+# bench pins V8's default tiers for what it times; test_launch checks both.
+os.environ.setdefault("ORTWEB_WASM_TIERS", "baseline")
 
 _BROWSER_FIXTURES = {
     "other_page", "ortweb_page", "ortweb_module_page", "ortweb_runtime", "ortweb_browser",

@@ -10,6 +10,7 @@ every renderer it kills every page, which is how the test below makes it certain
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from ortweb.host.browser import (
     FEATURES,
     Browser,
+    BrowserError,
     Runtime,
     flags,
     launch_flags,
@@ -52,13 +54,58 @@ def test_features_given_twice_become_one_list() -> None:
         f"--enable-features={','.join(FEATURES)},Vulkan,Mine")
 
 
+def test_one_js_flags_carries_the_wasm_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(flags.TIERS_ENV_VAR, raising=False)
+
+    def js(args: list[str]) -> list[str]:
+        (only,) = [a for a in args if a.startswith("--js-flags=")]
+        return only.split("=", 1)[1].split()
+
+    assert js(launch_flags()) == ["--expose-gc"]  # V8's own tiers unless told
+    assert js(launch_flags(tiers="baseline")) == ["--expose-gc", "--liftoff-only"]
+    monkeypatch.setenv(flags.TIERS_ENV_VAR, "baseline")
+    assert js(launch_flags()) == ["--expose-gc", "--liftoff-only"]
+    assert js(launch_flags(tiers="all")) == ["--expose-gc"]  # a caller's choice wins
+    monkeypatch.setenv(flags.TIERS_ENV_VAR, "turbofan")
+    with pytest.raises(BrowserError, match=r"\$ORTWEB_WASM_TIERS: expected one of 'all', "
+                                           r"'baseline', got 'turbofan'"):
+        launch_flags()
+    with pytest.raises(BrowserError, match=r"wasm_tiers: expected one of .* got 'fast'"):
+        flags.wasm_tiers("fast")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("tiers", ["all", "baseline"])
+def test_a_browser_runs_with_the_tiers_it_was_given(ortweb_assets, ortweb_server,
+                                                    tiers: str) -> None:
+    with Browser(tiers=tiers) as browser:
+        with Runtime(ortweb_assets, ortweb_server, browser).new_page() as page:
+            assert page.run_python("import numpy as np\nfloat(np.arange(10.0).sum())") == 45.0
+            assert page.page.evaluate("() => typeof gc") == "function"
+            # What the renderers (where V8 runs) were started with, as Chromium lists them.
+            cdp = browser._browser.new_browser_cdp_session()
+            processes = cdp.send("SystemInfo.getProcessInfo")["processInfo"]
+            cdp.detach()
+            renderers = [p["id"] for p in processes if p["type"] == "renderer"]
+            assert renderers, processes
+            want = "--js-flags=--expose-gc" + (" --liftoff-only" if tiers == "baseline" else "")
+            for pid in renderers:
+                # A renderer rewrites its title: one space-joined string.
+                title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                assert f" {want} --" in title, title
+                assert title.count("--liftoff-only") == (tiers == "baseline"), title
+        assert browser.tiers == tiers
+
+
 def _boot_pages(assets: Any, server: Any, features: tuple[str, ...], pages: int,
                 monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What each of ``pages`` fresh pages gave ("ok" or the error), one after the other,
     in a Chromium launched with ``features``; stops at the first failure."""
     monkeypatch.setattr(flags, "FEATURES", features)
     seen: list[str] = []
-    with Browser(webgpu=False) as browser:
+    # V8's default tiers: on Liftoff's code alone (the suite's default, conftest) the
+    # walk does not run off the stack, and the unguarded pages would not crash.
+    with Browser(webgpu=False, tiers="all") as browser:
         runtime = Runtime(assets, server, browser)
         for _ in range(pages):
             page = runtime.new_page()

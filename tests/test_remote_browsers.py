@@ -96,6 +96,7 @@ def _where(vendor: str, architecture: str, description: str = "",
     class _B:
         endpoint = parse_endpoint("ws://farm:3000/")
         version = "156.0.1"
+        tiers = "all"
 
     return describe(_B(), {"available": True, "vendor": vendor,  # type: ignore[arg-type]
                            "architecture": architecture, "description": description,
@@ -111,6 +112,10 @@ def test_where_names_software_adapters() -> None:
     assert not gpu["software"] and gpu["features"] == ["shader-f16"]
     assert where_line(gpu).endswith("adapter: nvidia ada (NVIDIA GeForce RTX 4090)")
     assert _where("mesa", "", "llvmpipe (LLVM 15.0.6, 256 bits)")["software"]
+    # V8's default tiers go unsaid; Liftoff only is said last.
+    assert swift["wasm_tiers"] == "all"
+    assert where_line({**swift, "wasm_tiers": "baseline"}) == (
+        where_line(swift) + ", wasm tiers: baseline")
 
 
 def test_known_failure_scoped_to_an_adapter(tmp_path: Path) -> None:

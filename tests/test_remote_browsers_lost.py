@@ -243,10 +243,10 @@ def test_a_browser_frozen_mid_run_costs_its_case_only(
     t0 = time.monotonic()
     try:
         with StaticServer(find_assets().mounts()) as srv, \
-                BrowserPool([healthy, doomed.url], freeze_timeout=10, log=logs.append) as pool:
+                BrowserPool([healthy, doomed.url], freeze_timeout=5, log=logs.append) as pool:
             runtime = Runtime(find_assets(), srv, pool)
             results, _ = run_browser(runtime, cases, "wasm", jobs=2, batch_size=3,
-                                     case_timeout=30, on_page=on_page, log=logs.append)
+                                     case_timeout=15, on_page=on_page, log=logs.append)
             assert pool.browser(1) is pool.browser(0)
             elapsed = time.monotonic() - t0
     finally:
@@ -279,7 +279,7 @@ def test_pytest_plugin_drops_a_browser_that_froze(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         cdp_browser: CdpChromium) -> None:
     assert "SIGSTOP" in _FREEZE_TESTS and "test_frozen" in _FREEZE_TESTS
-    monkeypatch.setenv("ORTWEB_BROWSER_FREEZE_TIMEOUT", "10")
+    monkeypatch.setenv("ORTWEB_BROWSER_FREEZE_TIMEOUT", "5")
     out, url = _plugin_run_losing_a_browser(pytester, monkeypatch, tmp_path, cdp_browser,
                                             "test_freeze", _FREEZE_TESTS, "test_frozen", 400)
     assert f"the page stopped responding: its browser at {url} stopped answering " \

@@ -507,9 +507,32 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines_random(["@pytest.mark.webgpu:*", "@pytest.mark.ortweb_timeout*"])
     helptext = pytester.runpytest_subprocess("--help").stdout.str()
     for option in ("--ortweb-browser", "--ortweb-providers", "--ortweb-no-webgpu",
-                   "--ortweb-timeout", "--ortweb-package", "ortweb_packages", "--ortweb-wheel",
-                   "ortweb_wheels"):
+                   "--ortweb-timeout", "--ortweb-wasm-tiers", "--ortweb-package",
+                   "ortweb_packages", "--ortweb-wheel", "ortweb_wheels"):
         assert option in helptext
+
+
+@pytest.mark.browser
+def test_pages_run_on_the_baseline_wasm_tier_unless_told(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The header names the tiers the browser was launched with (see test_launch for
+    # what the renderers get).
+    pytester.makepyfile(test_b="def test_b(ortweb_browser):\n    pass\n")
+    monkeypatch.delenv("ORTWEB_WASM_TIERS", raising=False)
+    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["ortweb: chromium *, wasm tiers: baseline"])
+    told = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ortweb-wasm-tiers", "all")
+    told.assert_outcomes(passed=1)
+    told.stdout.fnmatch_lines(["ortweb: chromium *, adapter: *"])
+    assert "wasm tiers" not in told.stdout.str()
+    monkeypatch.setenv("ORTWEB_WASM_TIERS", "all")
+    assert "wasm tiers" not in pytester.runpytest_subprocess("-p", "no:cacheprovider").stdout.str()
+    monkeypatch.setenv("ORTWEB_WASM_TIERS", "fast")
+    bad = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*$ORTWEB_WASM_TIERS: expected one of 'all', 'baseline', "
+                              "got 'fast'*"])
 
 
 def test_plugin_module_loads_no_browser_machinery() -> None:

@@ -38,7 +38,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     command += f" --json {args.json}" if args.json else ""
     command += f" --markdown {args.markdown}" if args.markdown else ""
     command += f" --sections {','.join(sections)}" if tuple(sections) != SECTIONS else ""
-    with open_runtime(args.browser, endpoints=endpoints(args), log=say_dropped) as runtime:
+    # Timed as visitors' browsers run: V8's own WebAssembly tiers, whatever
+    # $ORTWEB_WASM_TIERS says (the harness section times the plugin's pages both ways).
+    with open_runtime(args.browser, endpoints=endpoints(args), log=say_dropped,
+                      tiers="all") as runtime:
         result = run_bench(runtime, Plan.quick() if args.quick else Plan(), sections,
                            command=command)
     print(render_table(result))

@@ -61,6 +61,7 @@ class _Options:
     packages: tuple[Path, ...]
     wheels: tuple[Path, ...]
     endpoints: tuple[str, ...] = ()
+    tiers: str = "baseline"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,6 +82,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="launch the browser without WebGPU (it then has no adapter)")
     group.addoption("--ortweb-webgpu-build", choices=("native", "jsep"), default="native",
                     help="onnxruntime-web's WebGPU build (default: native)")
+    group.addoption("--ortweb-wasm-tiers", choices=("baseline", "all"), default=None,
+                    help="how the browser's V8 compiles WebAssembly: baseline (Liftoff only: "
+                         "pages boot sooner and leave the CPU to the tests) or all (V8's "
+                         "default, TurboFan for hot code too: faster long computations) "
+                         "(default: $ORTWEB_WASM_TIERS, else baseline)")
     group.addoption("--ortweb-timeout", type=float, default=None, metavar="SECONDS",
                     help="seconds a test may spend in the browser (default: ini ortweb_timeout, "
                          "300); @pytest.mark.ortweb_timeout(seconds) overrides")
@@ -148,6 +154,15 @@ def _options(config: pytest.Config) -> _Options:
         if not wheel.is_file():
             raise pytest.UsageError(f"--ortweb-wheel / ortweb_wheels: {wheel} is not a file")
     endpoints = _endpoints(config)
+    tiers = config.getoption("ortweb_wasm_tiers")
+    if tiers is None:
+        from ..host.browser.flags import TIERS_ENV_VAR, wasm_tiers
+        from ..host.errors import BrowserError
+
+        try:
+            tiers = wasm_tiers() if os.environ.get(TIERS_ENV_VAR, "").strip() else "baseline"
+        except BrowserError as exc:
+            raise pytest.UsageError(str(exc)) from None
     return _Options(
         browser=config.getoption("ortweb_browser"),
         providers=providers,
@@ -159,6 +174,7 @@ def _options(config: pytest.Config) -> _Options:
         packages=tuple(packages),
         wheels=tuple(wheels),
         endpoints=endpoints,
+        tiers=tiers,
     )
 
 
@@ -191,7 +207,7 @@ def _pool(config: pytest.Config) -> BrowserPool:
 
         options = _options(config)
         pool = BrowserPool(options.endpoints, executable=options.browser,
-                           webgpu=options.webgpu, start=_worker_number())
+                           webgpu=options.webgpu, start=_worker_number(), tiers=options.tiers)
         config.stash[_POOL_KEY] = pool
         config.add_cleanup(pool.close)
     return pool

@@ -10,7 +10,10 @@ JUnit report gives it.
 Figures: ``harness_first_page_s`` (the first test of the process: its browser, server
 and page included) and ``harness_per_test_ms`` (each later test on the shared page);
 details: ``harness_fresh_page_per_test_ms`` (each test with a page of its own) and
-``harness_fresh_over_reused`` (their ratio, per round).
+``harness_fresh_over_reused`` (their ratio, per round). These run as the plugin does
+by default, with V8's baseline WebAssembly compiler only; each round runs the file
+once more with ``--ortweb-wasm-tiers all`` (V8's default tiers), for the detail
+``harness_first_page_all_tiers_s``.
 """
 
 from __future__ import annotations
@@ -70,19 +73,7 @@ def harness(plan: Plan, rec: Recorder, say: Say, executable: str | None = None) 
         (folder / "test_trivial.py").write_text(textwrap.dedent(_TESTS).format(
             reused=plan.harness_tests, fresh=plan.harness_fresh))
         for i in range(plan.harness_reps):
-            report = folder / f"report-{i}.xml"
-            command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                       "-o", "junit_duration_report=total",
-                       f"--junitxml={report}", "--rootdir", str(folder), str(folder)]
-            if executable:
-                command += ["--ortweb-browser", executable]
-            done = subprocess.run(command, cwd=folder, capture_output=True, text=True,
-                                  env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-                                  timeout=600)
-            if done.returncode != 0:
-                raise RuntimeError(f"the harness section's pytest run failed:\n{done.stdout}"
-                                   f"\n{done.stderr}")
-            times = _durations(report)
+            times = _run(folder, f"report-{i}", "baseline", executable)
             reused = [t for name, t in times.items() if name.startswith("test_reused")]
             fresh = [t for name, t in times.items() if name.startswith("test_fresh")]
             first, later = reused[0], reused[1:]
@@ -91,4 +82,24 @@ def harness(plan: Plan, rec: Recorder, say: Say, executable: str | None = None) 
             rec.add("harness_fresh_page_per_test_ms", [t * 1000 for t in fresh])
             median = sorted(later)[len(later) // 2]
             rec.add("harness_fresh_over_reused", [sorted(fresh)[len(fresh) // 2] / median])
-    return ["harness_fresh_page_per_test_ms", "harness_fresh_over_reused"]
+            times = _run(folder, f"report-{i}-all", "all", executable)
+            rec.add("harness_first_page_all_tiers_s", [times["test_reused[0]"]])
+    return ["harness_fresh_page_per_test_ms", "harness_fresh_over_reused",
+            "harness_first_page_all_tiers_s"]
+
+
+def _run(folder: Path, name: str, tiers: str, executable: str | None) -> dict[str, float]:
+    """One pytest run of the section's file with ``--ortweb-wasm-tiers tiers``: seconds
+    per test name."""
+    report = folder / f"{name}.xml"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "-o", "junit_duration_report=total", "--ortweb-wasm-tiers", tiers,
+               f"--junitxml={report}", "--rootdir", str(folder), str(folder)]
+    if executable:
+        command += ["--ortweb-browser", executable]
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"the harness section's pytest run failed:\n{done.stdout}"
+                           f"\n{done.stderr}")
+    return _durations(report)

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ..errors import BrowserError
 from .endpoint import Endpoint, connect, parse_endpoint
-from .flags import launch_flags
+from .flags import launch_flags, wasm_tiers
 from .route import OfflineRouter
 from .watchdog import Tether, Watchdog, heartbeat_url
 from .watchdog import freeze_timeout as _freeze_timeout
@@ -100,11 +100,17 @@ class Browser:
         Seconds without an answer before a browser elsewhere counts as frozen and is
         cut loose (see :mod:`.watchdog`; default ``$ORTWEB_BROWSER_FREEZE_TIMEOUT``,
         else 60).
+    tiers : str, optional
+        How V8 compiles the pages' WebAssembly, ``"all"`` or ``"baseline"`` (see
+        :data:`~.flags.WASM_TIERS`; default ``$ORTWEB_WASM_TIERS``, else ``"all"``). A
+        DevTools endpoint's browser runs with the flags it was started with.
 
     Attributes
     ----------
     endpoint : Endpoint or None
         Where the browser runs (None: launched here).
+    tiers : str
+        The WebAssembly tiers it was launched (or asked to be launched) with.
     version : str
         The browser's version.
     frozen : str
@@ -113,11 +119,13 @@ class Browser:
 
     def __init__(self, executable: str | None = None, webgpu: bool = True,
                  *, playwright: Any = None, endpoint: str | Endpoint | None = None,
-                 connect_timeout: float = 30.0, freeze_timeout: float | None = None):
+                 connect_timeout: float = 30.0, freeze_timeout: float | None = None,
+                 tiers: str | None = None):
         if isinstance(endpoint, str):
             endpoint = parse_endpoint(endpoint)
         self.executable = find_chromium(executable) if endpoint is None else ""
         self.webgpu = webgpu
+        self.tiers = wasm_tiers(tiers)
         self.endpoint: Endpoint | None = endpoint
         self._connect_timeout = connect_timeout
         self._freeze_timeout = freeze_timeout
@@ -127,7 +135,7 @@ class Browser:
         self._owns_pw = playwright is None
         self._pw = acquire_playwright() if playwright is None else playwright
         try:
-            args = launch_flags(webgpu)
+            args = launch_flags(webgpu, self.tiers)
             if endpoint is None:
                 self._browser = self._pw.chromium.launch(
                     executable_path=self.executable, headless=True, args=args
@@ -214,7 +222,7 @@ class Browser:
                                "(DevTools): it has no sibling with other flags")
         return Browser(self.executable or None, webgpu=webgpu, playwright=self._pw,
                        endpoint=self.endpoint, connect_timeout=self._connect_timeout,
-                       freeze_timeout=self._freeze_timeout)
+                       freeze_timeout=self._freeze_timeout, tiers=self.tiers)
 
     def new_context(self, router: OfflineRouter | None = None, *,
                     origin: str | None = None, timezone_id: str | None = None,
@@ -325,7 +333,7 @@ class Profile:
             raise BrowserError(f"a fresh on-disk profile needs a Chromium launched here, not "
                                f"{browser.name}")
         self.folder = tempfile.mkdtemp(prefix="ortweb-profile-")
-        args = launch_flags(browser.webgpu)
+        args = launch_flags(browser.webgpu, browser.tiers)
         try:
             self._context = browser._pw.chromium.launch_persistent_context(
                 self.folder, executable_path=browser.executable, headless=True, args=args)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import BrowserError
 from .endpoint import Endpoint, parse_endpoint
+from .flags import wasm_tiers
 from .launch import Browser, acquire_playwright, release_playwright
 from .where import probe
 
@@ -39,6 +40,8 @@ class BrowserPool:
         Seconds without an answer before a browser counts as frozen: it is cut loose
         and its endpoint dropped (see :mod:`.watchdog`; default
         ``$ORTWEB_BROWSER_FREEZE_TIMEOUT``, else 60).
+    tiers : str, optional
+        How V8 compiles the pages' WebAssembly (see :class:`~.launch.Browser`).
     log : callable, optional
         Told when a browser went away or an endpoint is dropped.
     """
@@ -46,13 +49,14 @@ class BrowserPool:
     def __init__(self, endpoints: Sequence[str | Endpoint] = (), *,
                  executable: str | None = None, webgpu: bool = True, start: int = 0,
                  connect_timeout: float = 30.0, freeze_timeout: float | None = None,
-                 log: Callable[[str], None] | None = None):
+                 tiers: str | None = None, log: Callable[[str], None] | None = None):
         self.endpoints = [parse_endpoint(e) if isinstance(e, str) else e for e in endpoints]
         self.executable = executable
         self.webgpu = webgpu
         self.start = start
         self.connect_timeout = connect_timeout
         self.freeze_timeout = freeze_timeout
+        self.tiers = wasm_tiers(tiers)
         self._log = log or (lambda line: None)
         self._browsers: dict[int, Browser] = {}
         #: Endpoint index → why it was dropped.
@@ -76,7 +80,7 @@ class BrowserPool:
         endpoint = self.endpoints[index] if self.endpoints else None
         return Browser(self.executable, webgpu=self.webgpu, playwright=self._playwright(),
                        endpoint=endpoint, connect_timeout=self.connect_timeout,
-                       freeze_timeout=self.freeze_timeout)
+                       freeze_timeout=self.freeze_timeout, tiers=self.tiers)
 
     def browser(self, slot: int = 0) -> Browser:
         """The connected browser of ``slot``, connected (again) now if need be.

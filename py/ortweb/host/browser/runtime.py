@@ -97,15 +97,17 @@ class Runtime:
 @contextmanager
 def open_runtime(executable: str | None = None, webgpu: bool = True,
                  endpoints: Sequence[str | Endpoint] = (),
-                 log: Any = None) -> Iterator[Runtime]:
+                 log: Any = None, tiers: str | None = None) -> Iterator[Runtime]:
     """Start a loopback server with ortweb's assets and a headless Chromium, or the
-    browsers of ``endpoints`` (a pool; see :class:`~.pool.BrowserPool`).
+    browsers of ``endpoints`` (a pool; see :class:`~.pool.BrowserPool`; ``tiers``: how
+    V8 compiles WebAssembly, see :class:`~.launch.Browser`).
 
     The first browser is connected before this returns, so that a bad endpoint
     fails here, named.
     """
     assets = find_assets()
     with StaticServer(assets.mounts()) as server, \
-            BrowserPool(endpoints, executable=executable, webgpu=webgpu, log=log) as pool:
+            BrowserPool(endpoints, executable=executable, webgpu=webgpu, log=log,
+                        tiers=tiers) as pool:
         pool.browser(0)
         yield Runtime(assets, server, pool)

@@ -65,6 +65,9 @@ def describe(browser: Browser, probed: dict[str, Any]) -> dict[str, Any]:
         "adapter_reason": "" if adapter else str(probed.get("reason", "")),
         "features": list(probed.get("features", [])),
         "fallback": bool(probed.get("fallback", False)),
+        # A DevTools endpoint's browser was started elsewhere, with flags of its own.
+        "wasm_tiers": "" if browser.endpoint is not None and browser.endpoint.kind == "cdp"
+        else browser.tiers,
     }
     where["software"] = bool(adapter) and (
         where["fallback"] or bool(SOFTWARE_ADAPTERS.search(adapter_text(where))))
@@ -91,15 +94,18 @@ def probe(browser: Browser) -> dict[str, Any]:
 
 
 def where_line(where: dict[str, Any]) -> str:
-    """``chromium 156.0.… @ ws://…, adapter: google swiftshader (…), software``."""
+    """``chromium 156.0.… @ ws://…, adapter: google swiftshader (…), software``, and
+    ``, wasm tiers: baseline`` when V8 compiles WebAssembly with Liftoff only."""
     line = f"{where['browser']} @ {where['endpoint']}"
+    tiers = where.get("wasm_tiers", "")
+    tail = f", wasm tiers: {tiers}" if tiers and tiers != "all" else ""
     adapter = where.get("adapter")
     if not adapter:
-        return f"{line}, adapter: none ({where.get('adapter_reason', '')})"
+        return f"{line}, adapter: none ({where.get('adapter_reason', '')}){tail}"
     names = " ".join(v for v in (adapter["vendor"], adapter["architecture"]) if v) or "?"
     text = f"{line}, adapter: {names}"
     if adapter.get("description"):
         text += f" ({adapter['description']})"
     if where.get("software"):
         text += ", software"
-    return text
+    return text + tail
