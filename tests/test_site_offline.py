@@ -176,14 +176,17 @@ _CODE_CACHE_CATEGORIES = "disabled-by-default-devtools.timeline,v8.wasm"
 
 
 def test_wasm_reaches_the_page_from_the_cache_so_its_compiled_code_is_kept(
-        browser: Browser, tmp_path: Path) -> None:
+        tmp_path: Path) -> None:
     """The service worker stores every ``.wasm`` before giving it, even on the first
     visit, so the page compiles it from a cached response: Chromium keeps the
     optimised code beside it, and the second visit takes ``pyodide.asm.wasm``'s
     compiled code from there instead of compiling it cold (a restored interpreter
     would run at half speed until its hot functions were compiled again)."""
     site = _build(tmp_path / "in", tmp_path / "site", 1)
-    with StaticServer(site) as server, SiteContext(browser, server.url) as ctx:
+    # Chromium keeps optimised code only: a browser with V8's default tiers, as visitors'
+    # (the suite's own compiles with Liftoff alone, which keeps nothing to take).
+    with Browser(tiers="all") as visitors, StaticServer(site) as server, \
+            SiteContext(visitors, server.url) as ctx:
         with ctx.open(server.url) as first:
             rows = first.progress()
             wasm = [url for url in rows if url.endswith(".wasm")]
