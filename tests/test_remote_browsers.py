@@ -150,8 +150,10 @@ def test_known_failure_scoped_to_an_adapter(tmp_path: Path) -> None:
 def test_remote_browser_has_no_route_to_the_host(request: pytest.FixtureRequest,
                                                  assets_server: StaticServer, kind: str) -> None:
     """Without the relay the page cannot load; with it, it boots isolated and offline."""
-    with Browser(endpoint=endpoint(request, kind)) as browser:
+    with Browser(endpoint=endpoint(request, kind), tiers="baseline") as browser:
         assert browser.endpoint is not None and browser.endpoint.kind == kind
+        # A Playwright server launches with ortweb's flags; a DevTools browser has its own.
+        assert browser.tiers == ("baseline" if kind == "playwright" else "")
         context = browser._browser.new_context()  # no router: the browser's own network
         try:
             with pytest.raises(Exception, match="ERR_PROXY_CONNECTION_FAILED"):

@@ -156,11 +156,11 @@ def _options(config: pytest.Config) -> _Options:
     endpoints = _endpoints(config)
     tiers = config.getoption("ortweb_wasm_tiers")
     if tiers is None:
-        from ..host.browser.flags import TIERS_ENV_VAR, wasm_tiers
+        from ..host.browser.flags import wasm_tiers
         from ..host.errors import BrowserError
 
         try:
-            tiers = wasm_tiers() if os.environ.get(TIERS_ENV_VAR, "").strip() else "baseline"
+            tiers = wasm_tiers(default="baseline")
         except BrowserError as exc:
             raise pytest.UsageError(str(exc)) from None
     return _Options(

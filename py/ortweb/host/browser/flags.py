@@ -61,8 +61,9 @@ FEATURES = ("StackScanMaxFramePointerToStackEndGap", "CDPScreenshotNewSurface",
 WEBGPU_FLAGS = ("--enable-unsafe-webgpu",)
 
 
-def wasm_tiers(given: str | None = None) -> str:
-    """``given``, else ``$ORTWEB_WASM_TIERS``, else ``"all"``: a name of :data:`WASM_TIERS`.
+def wasm_tiers(given: str | None = None, default: str = "all") -> str:
+    """``given``, else ``$ORTWEB_WASM_TIERS``, else ``default``: a name of
+    :data:`WASM_TIERS`.
 
     Raises
     ------
@@ -71,7 +72,7 @@ def wasm_tiers(given: str | None = None) -> str:
     """
     where = "wasm_tiers"
     if given is None:
-        given = os.environ.get(TIERS_ENV_VAR, "").strip() or "all"
+        given = os.environ.get(TIERS_ENV_VAR, "").strip() or default
         where = f"${TIERS_ENV_VAR}"
     if given not in WASM_TIERS:
         raise BrowserError(f"{where}: expected one of {', '.join(map(repr, WASM_TIERS))}, "

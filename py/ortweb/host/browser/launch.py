@@ -110,7 +110,8 @@ class Browser:
     endpoint : Endpoint or None
         Where the browser runs (None: launched here).
     tiers : str
-        The WebAssembly tiers it was launched (or asked to be launched) with.
+        The WebAssembly tiers it was launched (or asked to be launched) with; '' for a
+        DevTools endpoint's browser, started elsewhere with flags of its own.
     version : str
         The browser's version.
     frozen : str
@@ -159,6 +160,8 @@ class Browser:
             if self._owns_pw:
                 release_playwright()
             raise
+        if self.endpoint is not None and self.endpoint.kind == "cdp":
+            self.tiers = ""  # its flags were given where it started, not here
         self.version = self._browser.version
         self._shared: dict[str, tuple[Any, OfflineRouter]] = {}
         self._closed = False

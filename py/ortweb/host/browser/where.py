@@ -65,9 +65,7 @@ def describe(browser: Browser, probed: dict[str, Any]) -> dict[str, Any]:
         "adapter_reason": "" if adapter else str(probed.get("reason", "")),
         "features": list(probed.get("features", [])),
         "fallback": bool(probed.get("fallback", False)),
-        # A DevTools endpoint's browser was started elsewhere, with flags of its own.
-        "wasm_tiers": "" if browser.endpoint is not None and browser.endpoint.kind == "cdp"
-        else browser.tiers,
+        "wasm_tiers": browser.tiers,
     }
     where["software"] = bool(adapter) and (
         where["fallback"] or bool(SOFTWARE_ADAPTERS.search(adapter_text(where))))
