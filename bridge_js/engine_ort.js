@@ -8,7 +8,7 @@
  */
 
 import { checkBuffer, ortwebDevice, writeBuffer } from './gpu.js';
-import { captureConsole, parsePlacement } from './placement.js';
+import { SEVERITY, atLogLevel, captureConsole, parsePlacement } from './placement.js';
 import { buildFor, loadBuild, probeWebGpu } from './runtime.js';
 import { bytesOf, decodeTensor, makeTensor, viewAs } from './tensors.js';
 import { byteLength, entryBytes, getValue, registerValue } from './values.js';
@@ -48,8 +48,6 @@ async function typeReason(provider, session) {
   return '';
 }
 
-const SEVERITY = /** @type {Object<string, number>} */ ({ V: 0, I: 1, W: 2, E: 3, F: 4 });
-
 /**
  * Print the captured log lines the user's severity level asks for.
  * @param {string[]} lines
@@ -60,6 +58,16 @@ function replayLog(lines, level) {
     const found = /\[([VIWEF]):onnxruntime/.exec(line);
     if (found && SEVERITY[found[1]] >= level) console.warn(line);
   }
+}
+
+/**
+ * The level ORT's lines print at around a call: what the call asked for, or the
+ * environment's lower level (its default logger's lines, e.g. a failed allocation).
+ * @param {any} ort
+ * @param {number} level
+ */
+function printLevel(ort, level) {
+  return Math.min(level, SEVERITY[ort.env.logLevel] ?? SEVERITY.warning);
 }
 
 /**
@@ -149,9 +157,11 @@ class OrtSession {
         fetchArg[f.name] = this.ort.Tensor.fromGpuBuffer(target.buffer, { dataType: target.type, dims: target.dims });
       }
     }
-    // Sessions created with the verbose log (placement capture) run at the user's level.
+    // A session created with the verbose log (placement capture) logs through it on
+    // every run, whatever the run's level: the console tap prints the user's level.
     const options = { logSeverityLevel: this.logLevel, ...(runOptions ?? {}) };
-    const results = await this.session.run(feedMap, fetchArg, options);
+    const results = await atLogLevel(printLevel(this.ort, options.logSeverityLevel),
+      () => this.session.run(feedMap, fetchArg, options));
     const outputs = [];
     for (const f of fetches) {
       const tensor = results[f.name];
@@ -174,7 +184,7 @@ class OrtSession {
   }
 
   release() {
-    return this.session.release();
+    return atLogLevel(printLevel(this.ort, this.logLevel), () => this.session.release());
   }
 }
 
@@ -208,7 +218,7 @@ async function create(bytes, provider, allOptions, epOptions) {
     placement = parsePlacement(lines);
     replayLog(lines, logLevel);
   } else {
-    session = await ort.InferenceSession.create(bytes, opts);
+    session = await atLogLevel(printLevel(ort, logLevel), () => ort.InferenceSession.create(bytes, opts));
   }
   const typeProblem = await typeReason(provider, session);
   if (typeProblem) {

@@ -9,13 +9,41 @@
  * before any ORT build loads (`installConsoleTap`); a capture then diverts what
  * reaches the tap for the duration of one `InferenceSession.create`, which the
  * page queue runs alone.
+ *
+ * A session keeps the log level it was created with: its EPs log through the
+ * session's logger, whatever level a run asks for. A WebGPU session created at the
+ * verbose level would print a line per kernel on every run (the native EP's
+ * "Starting program"). So calls into ORT run inside `atLogLevel`, and while any
+ * does, the tap drops ORT's lines below the lowest level those calls asked for.
  * @module placement
  */
 
 const METHODS = /** @type {const} */ (['log', 'info', 'warn', 'error', 'debug']);
 
+/** ORT's severity letters and `env.logLevel` names → its severity levels. */
+export const SEVERITY = /** @type {Object<string, number>} */ ({
+  V: 0, I: 1, W: 2, E: 3, F: 4, verbose: 0, info: 1, warning: 2, error: 3, fatal: 4,
+});
+
+/** A line of ORT's logger: its time stamp, then `[SEVERITY:onnxruntime:...]`. */
+const ORT_LINE = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[([VIWEF]):onnxruntime:/;
+
 /** @type {string[]|null} where tapped lines go during a capture */
 let sink = null;
+
+/** @type {Map<number, number>} level → how many calls inside `atLogLevel` asked for it */
+const floors = new Map();
+
+/**
+ * Whether a console call is one of ORT's lines below what the calls into ORT now
+ * running asked for.
+ * @param {any[]} args
+ */
+function belowFloor(args) {
+  if (args.length !== 1 || typeof args[0] !== 'string') return false;
+  const found = ORT_LINE.exec(args[0]);
+  return found !== null && SEVERITY[found[1]] < Math.min(...floors.keys());
+}
 
 /** Wrap the console methods once per page so captures can divert them. */
 export function installConsoleTap() {
@@ -25,10 +53,29 @@ export function installConsoleTap() {
     const original = console[m].bind(console);
     console[m] = (...args) => {
       if (sink) sink.push(args.map(String).join(' '));
-      else original(...args);
+      else if (!floors.size || !belowFloor(args)) original(...args);
     };
   }
   anyConsole.__ortwebTap = true;
+}
+
+/**
+ * Run `fn`, a call into ORT, printing only ORT's lines at `level` or above, unless
+ * another call running meanwhile asked for more.
+ * @template T
+ * @param {number} level ORT's severity level (0 verbose ... 4 fatal)
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+export async function atLogLevel(level, fn) {
+  floors.set(level, (floors.get(level) ?? 0) + 1);
+  try {
+    return await fn();
+  } finally {
+    const left = /** @type {number} */ (floors.get(level)) - 1;
+    if (left) floors.set(level, left);
+    else floors.delete(level);
+  }
 }
 
 /**

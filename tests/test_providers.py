@@ -190,6 +190,41 @@ def test_cpu_placed_nodes_native_build_and_answers_right(ortweb_page, models):
         np.testing.assert_allclose(got, value, rtol=1e-6, err_msg=name)
 
 
+@run_in_browser
+async def _webgpu_runs(ortweb_page, model, severity, runs):
+    """``runs`` runs of ``model`` on WebGPU, in a session created at ``severity``."""
+    import numpy as np
+
+    import ortweb
+
+    options = ortweb.SessionOptions()
+    options.log_severity_level = severity
+    s = await ortweb.InferenceSession.create(model, sess_options=options, providers=["webgpu"])
+    for _ in range(runs):
+        await s.run_async(None, {"x": np.ones((2, 8), np.float32)})
+    provider = s.provider
+    await s.close_async()
+    return provider
+
+
+def _ort_lines(page) -> list[str]:
+    """ORT's own log lines among the page's console lines since the test began."""
+    return [c.text for c in page.console if re.search(r"\[[VIWEF]:onnxruntime:", c.text)]
+
+
+@pytest.mark.webgpu
+def test_webgpu_runs_log_at_the_sessions_level(ortweb_page, models):
+    """A WebGPU session is created with ORT's verbose log, to read where ORT placed
+    each node, and its EP logs through it on every run: the user's level holds."""
+    assert _webgpu_runs(ortweb_page, models["mlp"], 2, 5) == "webgpu"
+    assert _ort_lines(ortweb_page) == []
+    # Asked for: ORT's info lines of the runs (one per kernel and run) are printed.
+    assert _webgpu_runs(ortweb_page, models["mlp"], 1, 5) == "webgpu"
+    started = [t for t in _ort_lines(ortweb_page) if "Starting program" in t]
+    assert len(started) >= 5, _ort_lines(ortweb_page)[-5:]
+    assert not [t for t in _ort_lines(ortweb_page) if "[V:onnxruntime:" in t]
+
+
 @pytest.mark.webgpu
 @run_in_browser
 async def test_auto_measures_stores_and_reuses(ortweb_page, models):
