@@ -39,6 +39,7 @@ from ortweb.host.build.lite import (
     build_lite,
     pyodide_closure,
 )
+from ortweb.host.build.lite_staging import KERNEL_BOOT_PACKAGES, kernel_wheels
 from ortweb.host.serve import StaticServer
 from ortweb.testing import run_in_browser, samples
 from versions import ORT_WEB
@@ -283,6 +284,10 @@ def check_run(run: NotebookRun, base_url: str, name: str,
     # The kernel loaded its Pyodide from the site (a CDN request would have been blocked).
     assert any(u.startswith(base_url + "static/pyodide/pyodide.asm.wasm") for u in run.requests)
     assert any(u.startswith(base_url + "static/ortweb/bridge/index.js") for u in run.requests)
+    # Pyodide loaded the kernel's own wheels from the lock as it started: the kernel
+    # installed none of them from piplite's indexes.
+    assert any(u.startswith(base_url + "static/pyodide/pyodide_kernel-") for u in run.requests)
+    assert not [u for u in run.requests if "/pypi/" in u and ".whl" in u], run.requests
 
 
 def native(model: Path, x: np.ndarray) -> np.ndarray:
@@ -312,6 +317,7 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
     kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     assert kernel["pyodideUrl"] == "./static/pyodide/pyodide.js"
     assert kernel["disablePyPIFallback"] is True
+    assert kernel["loadPyodideOptions"]["packages"] == list(KERNEL_BOOT_PACKAGES)
     bridge = kernel["loadPyodideOptions"]["env"]["ORTWEB_BRIDGE_URL"]
     assert (out / KERNEL_WORKER_DIR / bridge).resolve() == (
         out / "static/ortweb/bridge/index.js").resolve()
@@ -324,7 +330,8 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
     lock = json.loads((out / "static/pyodide/pyodide-lock.json").read_text())
     assert lock["info"]["version"] == "0.27.7"
     wanted = ["numpy", "ortweb", "micropip", "ssl", "sqlite3", "jedi", "ipython", "matplotlib",
-              "tinypkg", *(["onnxruntime"] if _has_onnxruntime() else [])]
+              "tinypkg", "piplite", "pyodide-kernel", "ipykernel", "comm",
+              *(["onnxruntime"] if _has_onnxruntime() else [])]
     assert sorted(lock["packages"]) == pyodide_closure(lock, wanted)
     # The --wheel files: in the lock (tinypkg's requirements as its depends), in piplite's
     # index for %pip install, and in the file browser.
@@ -349,8 +356,10 @@ def test_site_holds_what_the_notebooks_load_and_nothing_else(lite: LiteSite) -> 
     assert {p.name for p in (out / "static/ortweb/bridge").iterdir()} == {
         p.name for p in (ROOT / "bridge_js").iterdir()} - {"pyodide_boot.js", "unpacking.js",
                                                           "tsconfig.json"}
-    assert (out / "pypi/comm-0.2.2-py3-none-any.whl").exists()
-    assert "comm" in json.loads((out / "pypi/all.json").read_text())
+    # The kernel's boot wheels are in the lock, so pypi/ holds the user's wheels alone.
+    assert lock["packages"]["comm"]["depends"] == ["traitlets"]
+    assert sorted(p.name for p in (out / "pypi").glob("*.whl")) == [
+        "tinydep-1.0-py3-none-any.whl", "tinypkg-0.1-py3-none-any.whl"]
 
     contents = json.loads((out / "api/contents/all.json").read_text())["content"]
     assert sorted(c["name"] for c in contents) == sorted(
@@ -379,6 +388,19 @@ def test_lite_refuses_to_replace_a_folder_it_did_not_make(tmp_path: Path) -> Non
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2 and "missing.onnx does not exist" in done.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_kernel_wheels_of_another_layout_are_named(tmp_path: Path) -> None:
+    (tmp_path / "piplite-0.6.1-py3-none-any.whl").write_bytes(b"")
+    (tmp_path / "ipykernel-6.9.2-py3-none-any.whl").write_bytes(b"")
+    with pytest.raises(LiteError, match=r"holds 0 wheels of 'pyodide_kernel', expected one"):
+        kernel_wheels(find_assets(), tmp_path)
+    (tmp_path / "pyodide_kernel-0.6.1-py3-none-any.whl").write_bytes(b"")
+    got = kernel_wheels(find_assets(), tmp_path)
+    assert [p.name for p in got] == ["piplite-0.6.1-py3-none-any.whl",
+                                     "pyodide_kernel-0.6.1-py3-none-any.whl",
+                                     "ipykernel-6.9.2-py3-none-any.whl",
+                                     "comm-0.2.2-py3-none-any.whl"]
 
 
 def test_lite_errors_are_host_errors(tmp_path: Path) -> None:

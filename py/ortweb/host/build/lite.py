@@ -10,12 +10,15 @@ with what :mod:`.lite_staging` stages:
   Only the wheels that the kernel and the notebooks load go in, and the lock lists
   just those plus ortweb, so ``import ortweb`` (and numpy, matplotlib) load from the
   site with no install step;
-- ``pypi/``: the wheels the kernel installs at boot that the Pyodide lock lacks
-  (``comm``), with ``disablePyPIFallback`` so that nothing is looked up on PyPI;
-  JupyterLite's piplite indexes them, so ``%pip install NAME`` finds them by name;
+- the wheels the kernel installs at every boot that Pyodide's lock lacks (piplite,
+  the kernel, its ipykernel and ``comm``) go into that lock too, and the kernel's
+  ``loadPyodideOptions.packages`` names everything its boot loads: Pyodide loads it
+  all at once while it starts, and the kernel installs nothing. With
+  ``disablePyPIFallback`` nothing is looked up on PyPI;
 - the user's ``--wheel`` files: in the Pyodide lock (so that an import loads them
-  with no install step, as ``import ortweb`` does), in ``pypi/`` (``%pip install``)
-  and in the file browser (``micropip.install("emfs:NAME.whl")``);
+  with no install step, as ``import ortweb`` does), in ``pypi/``, which JupyterLite's
+  piplite indexes (``%pip install NAME`` finds them by name), and in the file
+  browser (``micropip.install("emfs:NAME.whl")``);
 - the notebooks, models and other files, given to the builder as ``--contents`` (the
   file browser).
 
@@ -44,9 +47,11 @@ from .lite_staging import (
     EXAMPLE_MODELS,
     EXAMPLE_PACKAGES,
     EXAMPLE_WHEELS,
+    KERNEL_BOOT_PACKAGES,
     KERNEL_PACKAGES,
     RUNTIME_PACKAGES,
     example_notebooks,
+    kernel_wheels,
     pinned_wheel,
     pyodide_closure,
     stage_pyodide,
@@ -118,8 +123,11 @@ def _lite_config(bridge_url: str) -> dict[str, Any]:
                 _KERNEL_PLUGIN: {
                     # The kernel's boot installs come from the site's own pypi/ folder.
                     "disablePyPIFallback": True,
-                    # Pyodide copies `env` into os.environ, where ortweb._bridge looks.
-                    "loadPyodideOptions": {"env": {"ORTWEB_BRIDGE_URL": bridge_url}},
+                    # Pyodide copies `env` into os.environ, where ortweb._bridge looks;
+                    # it loads `packages` from the lock as it starts, and the kernel
+                    # installs none of them itself.
+                    "loadPyodideOptions": {"env": {"ORTWEB_BRIDGE_URL": bridge_url},
+                                           "packages": list(KERNEL_BOOT_PACKAGES)},
                 },
             },
         },
@@ -256,8 +264,10 @@ def build_lite(
     with tempfile.TemporaryDirectory(prefix="ortweb-lite-") as tmp:
         lite_dir, contents = Path(tmp) / "lite", Path(tmp) / "contents"
         say("staging Pyodide, the kernel's wheels and the contents")
-        shipped = stage_pyodide(assets, lite_dir / "static" / "pyodide", wanted, wheels)
-        stage_pypi(assets, lite_dir / "pypi", wheels)
+        extension = _kernel_labextensions() / "pyodide-kernel-extension" / "static" / "pypi"
+        shipped = stage_pyodide(assets, lite_dir / "static" / "pyodide", wanted, wheels,
+                                kernel_wheels(assets, extension))
+        stage_pypi(lite_dir / "pypi", wheels)
         (lite_dir / "jupyter-lite.json").write_text(json.dumps(_lite_config(bridge_url), indent=2))
         (lite_dir / "overrides.json").write_text(json.dumps(_SETTINGS, indent=2))
         (lite_dir / "jupyter_lite_config.json").write_text(

