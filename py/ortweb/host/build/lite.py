@@ -121,7 +121,7 @@ def _lite_config(bridge_url: str) -> dict[str, Any]:
             "appName": "ortweb",
             "litePluginSettings": {
                 _KERNEL_PLUGIN: {
-                    # The kernel's boot installs come from the site's own pypi/ folder.
+                    # piplite (`%pip install`) looks only in the site's own indexes.
                     "disablePyPIFallback": True,
                     # Pyodide copies `env` into os.environ, where ortweb._bridge looks;
                     # it loads `packages` from the lock as it starts, and the kernel

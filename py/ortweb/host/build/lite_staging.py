@@ -182,17 +182,14 @@ def stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
     added = [info.path for info in plan.wheels] + list(kernel)
     for path in added:
         shutil.copyfile(path, dest / path.name)
-    spec = add_wheels_to_spec(PyodideLockSpec(**lock), [dest / path.name for path in added],
-                              base_path=dest)
+    try:
+        spec = add_wheels_to_spec(PyodideLockSpec(**lock),
+                                  [dest / path.name for path in added], base_path=dest)
+    except RuntimeError as exc:  # a requirement the lock lacks: the kernel would fail on it
+        raise LiteError(f"the site's Pyodide lock cannot take the kernel's wheels: {exc}") from None
     for path in added:
         name = _wheel_name(path)
-        entry = spec.packages[name]
-        entry.depends = sorted(set(entry.depends))
-        # add_wheels_to_spec keeps only the requirements the lock has: one it lacks
-        # would fail in the kernel at boot.
-        missing = sorted(set(entry.depends) - set(spec.packages))
-        if missing:
-            raise LiteError(f"{path.name} requires {missing}, which the site does not ship")
+        spec.packages[name].depends = sorted(set(spec.packages[name].depends))
         names.append(name)
     spec.to_json(dest / "pyodide-lock.json")
     return names
