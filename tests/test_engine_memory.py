@@ -74,7 +74,7 @@ async def _cycles(ortweb_page, model, engine, cycles):
         return {"workers": workers, "gpu_buffers": info["gpu_buffers"],
                 "gpu_bytes": info["gpu_buffer_bytes"], "wasm": engines}
 
-    steps = {}
+    steps: dict[str, list[float]] = {}
 
     async def timed(name, call):
         start = time.perf_counter()
