@@ -108,8 +108,8 @@ def model_path(ortweb_module_page):
     pytest.param("wonnx", marks=pytest.mark.webgpu)])
 def test_close_gives_the_engine_s_memory_back(ortweb_page, model_path, engine, record_property):
     seen = _cycles(ortweb_page, model_path, engine, CYCLES)
-    # Seconds per step in the page, for the JUnit report: the tract case took a minute
-    # instead of five seconds in two of four full runs, and never alone.
+    # Seconds per step in the page, for the JUnit report: the tract case has taken a
+    # minute instead of seconds in some full runs, never alone (development page (h)).
     record_property("steps_s", seen["steps_s"])
     before, opened, closed = seen["before"], seen["open"], seen["closed"]
     # Where the engine keeps the weights while a session is open: the measurement sees it.
