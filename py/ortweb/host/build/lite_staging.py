@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import LiteError
 from .assets import Assets
 from .offline_packages import PackageError, closure, read_offline
-from .requirements import resolve_offline
+from .requirements import read_wheel, resolve_offline
 
 __all__ = [
     "EXAMPLE_MODELS",
@@ -168,7 +168,11 @@ def stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
     # Only what ships is listed: a package the site lacks then fails by name in the
     # kernel rather than with a 404 from a lock entry that points nowhere.
     lock["packages"] = {name: lock["packages"][name] for name in names}
-    kernel_names = {_wheel_name(path) for path in kernel}
+    try:
+        kernel_infos = [read_wheel(path) for path in kernel]
+    except PackageError as exc:
+        raise LiteError(f"the kernel's wheels: {exc}") from None
+    kernel_names = {info.name for info in kernel_infos}
     for info in plan.wheels:
         if info.name in lock["packages"] or info.name in kernel_names:
             raise LiteError(f"--wheel {info.path.name}: the site already ships a package "
@@ -179,25 +183,19 @@ def stage_pyodide(assets: Assets, dest: Path, wanted: Iterable[str],
     from pyodide_lock import PyodideLockSpec
     from pyodide_lock.utils import add_wheels_to_spec
 
-    added = [info.path for info in plan.wheels] + list(kernel)
-    for path in added:
-        shutil.copyfile(path, dest / path.name)
+    added = [*plan.wheels, *kernel_infos]
+    for info in added:
+        shutil.copyfile(info.path, dest / info.path.name)
     try:
         spec = add_wheels_to_spec(PyodideLockSpec(**lock),
-                                  [dest / path.name for path in added], base_path=dest)
+                                  [dest / info.path.name for info in added], base_path=dest)
     except RuntimeError as exc:  # a requirement the lock lacks: the kernel would fail on it
         raise LiteError(f"the site's Pyodide lock cannot take the kernel's wheels: {exc}") from None
-    for path in added:
-        name = _wheel_name(path)
-        spec.packages[name].depends = sorted(set(spec.packages[name].depends))
-        names.append(name)
+    for info in added:
+        spec.packages[info.name].depends = sorted(set(spec.packages[info.name].depends))
+        names.append(info.name)
     spec.to_json(dest / "pyodide-lock.json")
     return names
-
-
-def _wheel_name(path: Path) -> str:
-    """The lock's name of a wheel: its distribution name as pyodide-lock normalises it."""
-    return path.name.split("-", 1)[0].lower().replace("_", "-")
 
 
 def stage_pypi(dest: Path, wheels: Sequence[Path] = ()) -> None:
