@@ -8,7 +8,7 @@
  */
 
 import { checkBuffer, ortwebDevice, writeBuffer } from './gpu.js';
-import { SEVERITY, atLogLevel, captureConsole, parsePlacement } from './placement.js';
+import { SEVERITY, atLogLevel, captureConsole, ortSeverity, parsePlacement } from './placement.js';
 import { buildFor, loadBuild, probeWebGpu } from './runtime.js';
 import { bytesOf, decodeTensor, makeTensor, viewAs } from './tensors.js';
 import { byteLength, entryBytes, getValue, registerValue } from './values.js';
@@ -55,8 +55,8 @@ async function typeReason(provider, session) {
  */
 function replayLog(lines, level) {
   for (const line of lines) {
-    const found = /\[([VIWEF]):onnxruntime/.exec(line);
-    if (found && SEVERITY[found[1]] >= level) console.warn(line);
+    const severity = ortSeverity(line);
+    if (severity !== null && severity >= level) console.warn(line);
   }
 }
 

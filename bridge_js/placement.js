@@ -25,8 +25,21 @@ export const SEVERITY = /** @type {Object<string, number>} */ ({
   V: 0, I: 1, W: 2, E: 3, F: 4, verbose: 0, info: 1, warning: 2, error: 3, fatal: 4,
 });
 
-/** A line of ORT's logger: its time stamp, then `[SEVERITY:onnxruntime:...]`. */
-const ORT_LINE = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[([VIWEF]):onnxruntime:/;
+/**
+ * A line of ORT's logger: its time stamp, then `[SEVERITY:onnxruntime:...]`; warnings
+ * and errors come after a terminal colour code.
+ */
+const ORT_LINE = /^(?:\x1b\[[\d;]*m)?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[([VIWEF]):onnxruntime:/;
+
+/**
+ * The severity level of one of ORT's log lines; null for any other line.
+ * @param {string} line
+ * @returns {number|null}
+ */
+export function ortSeverity(line) {
+  const found = ORT_LINE.exec(line);
+  return found === null ? null : SEVERITY[found[1]];
+}
 
 /** @type {string[]|null} where tapped lines go during a capture */
 let sink = null;
@@ -41,8 +54,8 @@ const floors = new Map();
  */
 function belowFloor(args) {
   if (args.length !== 1 || typeof args[0] !== 'string') return false;
-  const found = ORT_LINE.exec(args[0]);
-  return found !== null && SEVERITY[found[1]] < Math.min(...floors.keys());
+  const severity = ortSeverity(args[0]);
+  return severity !== null && severity < Math.min(...floors.keys());
 }
 
 /** Wrap the console methods once per page so captures can divert them. */
